@@ -1,0 +1,90 @@
+#include "agent/app.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+
+#include "agent/base/log.hpp"
+#include "agent/drivers/driver_component.hpp"
+#include "agent/runtime/readiness.hpp"
+#include "agent/runtime/supervisor.hpp"
+#include "agent/runtime/worker_pool.hpp"
+#include "agent/systemd/notifier.hpp"
+#include "agent/systemd/watchdog.hpp"
+
+namespace asio = boost::asio;
+
+namespace nvdra {
+
+namespace config {
+const char* driver_name(DriverKind kind) {
+  return kind == DriverKind::kGpu ? kGpuDriverName : kComputeDomainDriverName;
+}
+}  // namespace config
+
+App::App(config::Options options, std::unique_ptr<systemd::Notifier> notifier)
+    : options_(std::move(options)), notifier_(std::move(notifier)) {}
+
+App::~App() = default;
+
+int App::run() {
+  const auto started = std::chrono::steady_clock::now();
+  auto log = nvdra::logger("agent");
+  // One thread runs the loop; everything blocking goes to `workers`.
+  asio::io_context io(1);
+  runtime::WorkerPool workers(4);
+  runtime::Readiness readiness;
+  runtime::Supervisor supervisor(io.get_executor());
+  RunContext ctx{io.get_executor(), workers, readiness, *notifier_, options_};
+  supervisor.on_deadline([&io] { io.stop(); });
+
+  notifier_->status("starting");
+  log->info("starting node={} drivers={} gates={}", options_.node_name, options_.drivers.size(),
+            options_.gates.describe());
+
+  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  supervisor.spawn(
+      "signals",
+      [&]() -> asio::awaitable<void> {
+        const int sig = co_await signals.async_wait(asio::use_awaitable);
+        log->info("signal={} received, shutting down", ::strsignal(sig));
+        notifier_->stopping();
+        supervisor.stop();
+      },
+      runtime::OnFailure::kExitProcess);
+
+  systemd::Watchdog watchdog(*notifier_);
+  supervisor.spawn("watchdog", [&watchdog] { return watchdog.run(); }, runtime::OnFailure::kExitProcess);
+
+  std::vector<std::unique_ptr<Component>> components;
+  for (auto kind : options_.drivers) components.push_back(std::make_unique<drivers::DriverComponent>(kind, ctx));
+
+  for (auto& c : components) c->declare(readiness);
+  readiness.on_ready([&] {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    log->info("ready ms={}", ms.count());
+    notifier_->ready();
+  });
+  for (auto& c : components) {
+    Component* raw = c.get();
+    supervisor.spawn(raw->name(), [raw] { return raw->run(); }, raw->on_failure());
+  }
+  readiness.seal();
+  if (!readiness.ready()) {
+    std::string waiting;
+    for (const auto& p : readiness.pending()) waiting += (waiting.empty() ? "" : ", ") + p;
+    notifier_->status("waiting for: " + waiting);
+  }
+
+  io.run();
+  workers.join();
+  const int code = supervisor.exit_code();
+  log->info("stopped exit_code={}", code);
+  return code;
+}
+
+}  // namespace nvdra

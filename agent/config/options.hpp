@@ -1,0 +1,68 @@
+#pragma once
+// Options — everything nvdra-agent is configured with, after flags, environment and the config file
+// have been merged (flag > env > file > default). Upstream flag names and defaults where they apply
+// (../shared/reference/upstream-driver.md §8); nvdra's own options after them.
+#include <spdlog/common.h>
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/config/feature_gates.hpp"
+#include "agent/runtime/logging.hpp"
+
+namespace nvdra::config {
+
+enum class DriverKind { kGpu, kComputeDomain };
+inline constexpr const char* kGpuDriverName = "gpu.nvidia.com";
+inline constexpr const char* kComputeDomainDriverName = "compute-domain.nvidia.com";
+const char* driver_name(DriverKind kind);
+
+enum class ImexCheck { kWarn, kEnforce, kOff };
+enum class ImexMode { kDriverManaged, kHostManaged };
+
+struct Options {
+  // Upstream kubelet-plugin flags.
+  std::string node_name;
+  std::string namespace_name = "default";
+  std::string kubeconfig;
+  std::string cdi_root = "/etc/cdi";
+  std::string nvidia_driver_root = "/";
+  std::string container_driver_root = "/driver-root";
+  std::string nvidia_cdi_hook_path;
+  std::string kubelet_registrar_dir = "/var/lib/kubelet/plugins_registry";
+  std::string kubelet_plugins_dir = "/var/lib/kubelet/plugins";
+  int healthcheck_port = -1;  // -1 off, 0 random
+  std::string http_endpoint;
+  std::string metrics_path = "/metrics";
+  double kube_api_qps = 5;
+  int kube_api_burst = 10;
+  std::vector<uint32_t> additional_xids_to_ignore;
+  std::string consumable_shares = "disabled";
+  bool gpu_clique_label_enabled = false;
+  ImexMode imex_mode = ImexMode::kDriverManaged;
+  std::string imex_host_socket_path = "/etc/nvidia-imex/imex_ctrl.sock";
+  // Accepted for drop-in compatibility with upstream manifests; nvdra runs MPS without Deployments.
+  std::string image_name;
+  FeatureGates gates;
+
+  // nvdra's own.
+  std::string config_file;  // the file that was read, empty if none
+  std::set<DriverKind> drivers = {DriverKind::kGpu, DriverKind::kComputeDomain};
+  std::string nvml_library;
+  std::string host_root = "/";
+  std::string rolling_update_uid;
+  std::string imex_unit = "nvidia-imex.service";
+  ImexCheck imex_check = ImexCheck::kWarn;
+  bool controller = true;
+  runtime::LogFormat log_format = runtime::LogFormat::kText;
+  spdlog::level::level_enum log_level = spdlog::level::info;
+  bool log_level_set = false;    // --log-level given: it wins over -v
+  std::optional<int> verbosity;  // klog -v, mapped onto log_level when --log-level is not given
+
+  bool driver_enabled(DriverKind kind) const { return drivers.count(kind) != 0; }
+};
+
+}  // namespace nvdra::config

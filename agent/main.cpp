@@ -1,0 +1,45 @@
+// nvdra-agent entry point: parse the invocation, set up logging, run the App.
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "agent/app.hpp"
+#include "agent/base/log.hpp"
+#include "agent/config/loader.hpp"
+#include "agent/runtime/logging.hpp"
+#include "agent/systemd/notifier.hpp"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto inv = nvdra::config::load_invocation(args, nvdra::config::process_env());
+  if (!inv) {
+    // One line that names the flag, variable or file; status 2 like any usage error.
+    std::fprintf(stderr, "nvdra-agent: %s\n", inv.error().message.c_str());
+    return 2;
+  }
+  if (inv->action == nvdra::config::Invocation::Action::kPrintAndExit) {
+    std::fputs(inv->output.c_str(), stdout);
+    return 0;
+  }
+  // A peer closing a socket must surface as an error code, not kill the process.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  const auto& options = inv->options;
+  nvdra::runtime::init_logging(nvdra::runtime::choose_log_shape(options.log_format), options.log_level);
+  auto log = nvdra::logger("agent");
+  if (!options.config_file.empty()) log->info("config file={}", options.config_file);
+  for (const auto& note : inv->log_notes) log->info("{}", note);
+
+  if (inv->action == nvdra::config::Invocation::Action::kDevices) {
+    std::fprintf(stderr, "nvdra-agent: devices: NVML discovery is not part of this build yet\n");
+    return 1;
+  }
+  try {
+    nvdra::App app(options, nvdra::systemd::make_sd_notifier());
+    return app.run();
+  } catch (const std::exception& e) {
+    log->critical("start-up failed: {}", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,20 @@
+# Compiler policy: warnings are errors everywhere, optional ASan+UBSan, ccache when present.
+find_program(NVDRA_CCACHE ccache)
+if(NVDRA_CCACHE)
+  set(CMAKE_C_COMPILER_LAUNCHER ${NVDRA_CCACHE})
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${NVDRA_CCACHE})
+endif()
+
+option(NVDRA_SANITIZE "Build with AddressSanitizer + UndefinedBehaviorSanitizer" OFF)
+
+add_library(nvdra_warnings INTERFACE)
+target_compile_options(nvdra_warnings INTERFACE -Wall -Wextra -Werror -Wno-missing-field-initializers)
+
+if(NVDRA_SANITIZE)
+  set(_san -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_compile_options(${_san})
+  add_link_options(${_san})
+endif()
+
+# Headers of third-party libraries are not ours to fix: include them as SYSTEM so -Werror stays ours.
+set(CMAKE_NO_SYSTEM_FROM_IMPORTED OFF)

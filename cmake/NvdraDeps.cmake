@@ -1,0 +1,21 @@
+# All third-party packages, found once. Targets are linked by the folders that need them.
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+find_package(Boost 1.81 REQUIRED COMPONENTS json program_options)
+find_package(OpenSSL REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
+find_package(simdjson CONFIG REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(spdlog CONFIG REQUIRED)
+find_package(fmt CONFIG REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
+pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
+find_package(GTest REQUIRED)
+find_package(benchmark CONFIG REQUIRED)
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+
+# Boost.Asio is header-only; these settings are shared by every target that includes it.
+add_library(nvdra_asio INTERFACE)
+target_link_libraries(nvdra_asio INTERFACE Boost::headers Threads::Threads)
+target_compile_definitions(nvdra_asio INTERFACE BOOST_ASIO_NO_DEPRECATED BOOST_ASIO_DISABLE_BOOST_COROUTINE)

@@ -1,0 +1,23 @@
+# nvdra_add_gtest(NAME SOURCES a.cpp b.cpp LIBS x y [LABELS l])
+# One executable per test file group; every TEST is registered with CTest individually.
+include(GoogleTest)
+function(nvdra_add_gtest name)
+  cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock GTest::gtest_main nvdra_warnings)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${T_LABELS};unit"
+                       ENVIRONMENT "NVDRA_SOURCE_DIR=${CMAKE_SOURCE_DIR};NVDRA_BINARY_DIR=${CMAKE_BINARY_DIR}")
+endfunction()
+
+# nvdra_add_pytest(NAME SCRIPT path.py [LABELS l] [TIMEOUT s])
+# Process-level tests written with python3's unittest drive the built binaries from outside.
+function(nvdra_add_pytest name)
+  cmake_parse_arguments(T "" "SCRIPT;TIMEOUT" "LABELS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  add_test(NAME ${name} COMMAND ${Python3_EXECUTABLE} -m unittest -v ${T_SCRIPT}
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS};process" TIMEOUT ${T_TIMEOUT}
+    ENVIRONMENT "NVDRA_SOURCE_DIR=${CMAKE_SOURCE_DIR};NVDRA_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONPATH=${CMAKE_SOURCE_DIR}/test/lib;PYTHONDONTWRITEBYTECODE=1")
+endfunction()
