@@ -1,0 +1,141 @@
+#include "cdi/driver_discovery.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "agent/base/log.hpp"
+#include "cdi/driver_libraries.hpp"
+#include "cdi/root_path.hpp"
+
+namespace nvdra::cdi {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kBinaryDirs{"/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin",
+                                           "/usr/local/sbin", "/opt/bin"};
+// The toolkit's utility binaries (upstream-driver.md §5.1).
+const std::vector<std::string> kBinaries{"nvidia-smi",           "nvidia-debugdump",       "nvidia-persistenced",
+                                         "nvidia-cuda-mps-control", "nvidia-cuda-mps-server", "nvidia-imex",
+                                         "nvidia-imex-ctl"};
+// Graphics/compute ICD and layer files; each name lists alternatives, the first present wins.
+const std::vector<std::vector<std::string>> kConfigFiles{
+    {"/etc/vulkan/icd.d/nvidia_icd.json", "/usr/share/vulkan/icd.d/nvidia_icd.json"},
+    {"/etc/vulkan/implicit_layer.d/nvidia_layers.json", "/usr/share/vulkan/implicit_layer.d/nvidia_layers.json"},
+    {"/usr/share/glvnd/egl_vendor.d/10_nvidia.json"},
+    {"/etc/OpenCL/vendors/nvidia.icd"},
+    {"/usr/share/egl/egl_external_platform.d/15_nvidia_gbm.json"},
+    {"/usr/share/egl/egl_external_platform.d/10_nvidia_wayland.json"},
+    {"/usr/share/nvidia/nvoptix.bin"},
+};
+const std::vector<std::vector<std::string>> kIpc{
+    {"/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket"},
+    {"/run/nvidia-fabricmanager/socket", "/var/run/nvidia-fabricmanager/socket"},
+    {"/tmp/nvidia-mps"},
+};
+const std::vector<std::string> kControlDevices{"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+                                               "/dev/nvidia-modeset"};
+const std::vector<std::string> kFirmwareDirs{"/lib/firmware/nvidia/", "/usr/lib/firmware/nvidia/"};
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+// The first alternative present in the root, or "" after a debug line.
+std::string first_present(const std::string& root, const std::vector<std::string>& alternatives, const char* what) {
+  for (const auto& p : alternatives)
+    if (exists_in_root(root, p)) return p;
+  logger("cdi")->debug("driver discovery: {} not found under {} (looked for {}), skipping", what, root,
+                       joined(alternatives));
+  return {};
+}
+
+void find_binaries(const std::string& root, DriverInventory& inv) {
+  for (const auto& name : kBinaries) {
+    std::vector<std::string> paths;
+    for (const auto& dir : kBinaryDirs) paths.push_back(dir + "/" + name);
+    auto found = first_present(root, paths, "binary");
+    if (found.empty()) continue;
+    inv.binaries.push_back(DriverFile{found, resolve_in_root(root, found).value_or(found)});
+  }
+}
+
+void find_firmware(const std::string& root, DriverInventory& inv) {
+  for (const auto& dir : kFirmwareDirs) {
+    auto inner = dir + inv.version;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(join_root(root, inner), ec)) {
+      auto name = entry.path().filename().string();
+      if (name.starts_with("gsp") && name.ends_with(".bin")) inv.firmware.push_back(inner + "/" + name);
+    }
+    if (!inv.firmware.empty()) break;
+  }
+  std::sort(inv.firmware.begin(), inv.firmware.end());
+  if (inv.firmware.empty())
+    logger("cdi")->debug("driver discovery: no GSP firmware under {}{{{}}}{}, skipping", root, joined(kFirmwareDirs),
+                         inv.version);
+}
+
+}  // namespace
+
+std::string locate_libcuda(const DriverRoots& roots) {
+  for (const auto& c : library_candidates(roots.container_driver_root)) {
+    if (c.name != "libcuda.so.1") continue;
+    if (auto real = resolve_in_root(roots.container_driver_root, c.path)) return *real;
+  }
+  return {};
+}
+
+Result<DriverInventory> discover_driver(const DriverRoots& roots) {
+  const std::string& root = roots.container_driver_root;
+  auto libs = discover_libraries(root);
+  if (!libs) return libs.error();
+  DriverInventory inv;
+  inv.version = libs->version;
+  inv.libcuda = libs->libcuda;
+  inv.libraries = std::move(libs->libraries);
+  inv.library_links = std::move(libs->links);
+  for (const auto& alternatives : kConfigFiles) {
+    auto found = first_present(root, alternatives, "config file");
+    if (!found.empty()) inv.config_files.push_back(DriverFile{found, resolve_in_root(root, found).value_or(found)});
+  }
+  find_binaries(root, inv);
+  find_firmware(root, inv);
+  for (const auto& alternatives : kIpc) {
+    auto found = first_present(root, alternatives, "IPC socket");
+    if (!found.empty()) inv.ipc.push_back(found);
+  }
+  // Device nodes come from the driver root when it has a /dev (driver container), else the host.
+  bool root_has_dev = roots.driver_root != "/" && exists_in_root(root, "/dev");
+  inv.dev_root = root_has_dev ? roots.driver_root : "/";
+  const std::string& dev_view = root_has_dev ? root : roots.host_root;
+  for (const auto& node : kControlDevices) {
+    if (exists_in_root(dev_view, node))
+      inv.control_devices.push_back(node);
+    else
+      logger("cdi")->debug("driver discovery: {} not found under {}, skipping", node, dev_view);
+  }
+  return inv;
+}
+
+DriverDiscovery::DriverDiscovery(DriverRoots roots) : roots_(std::move(roots)) {}
+
+Result<std::shared_ptr<const DriverInventory>> DriverDiscovery::current() {
+  std::lock_guard lock(mu_);
+  if (cached_ && locate_libcuda(roots_) == cached_->libcuda) return cached_;
+  auto found = discover_driver(roots_);
+  if (!found) return found.error();
+  if (cached_ && cached_->version != found->version)
+    logger("cdi")->info("driver version changed from {} to {}, rediscovered", cached_->version, found->version);
+  cached_ = std::make_shared<const DriverInventory>(std::move(*found));
+  return cached_;
+}
+
+void DriverDiscovery::invalidate() {
+  std::lock_guard lock(mu_);
+  cached_.reset();
+}
+
+}  // namespace nvdra::cdi

@@ -1,0 +1,88 @@
+#include "cdi/driver_edits.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "cdi/root_path.hpp"
+
+namespace nvdra::cdi {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kReadOnly{"ro", "nosuid", "nodev", "rbind", "rprivate"};
+const std::vector<std::string> kIpcOptions{"nosuid", "nodev", "rbind", "rprivate", "noexec"};
+
+Mount bind(const DriverRoots& roots, const std::string& source, const std::string& path,
+           const std::vector<std::string>& options) {
+  return Mount{join_root(roots.driver_root, source), path, {}, options};
+}
+
+std::string dir_of(const std::string& p) {
+  auto d = p.substr(0, p.rfind('/'));
+  return d.empty() ? "/" : d;
+}
+
+Hook cdi_hook(const DriverRoots& roots, std::vector<std::string> args) {
+  args.insert(args.begin(), "nvidia-cdi-hook");
+  return Hook{"createContainer", roots.hook_path, std::move(args), {}, std::nullopt};
+}
+
+void add_hooks(const DriverInventory& inv, const DriverRoots& roots, ContainerEdits& e) {
+  if (!inv.library_links.empty()) {
+    std::vector<std::string> args{"create-symlinks"};
+    for (const auto& l : inv.library_links) {
+      args.push_back("--link");
+      args.push_back(l.target + "::" + l.link);
+    }
+    e.hooks.push_back(cdi_hook(roots, std::move(args)));
+  }
+  e.hooks.push_back(cdi_hook(roots, {"enable-cuda-compat", "--host-driver-version=" + inv.version}));
+  std::vector<std::string> ld{"update-ldcache"};
+  std::set<std::string> dirs;
+  for (const auto& lib : inv.libraries) dirs.insert(dir_of(lib));
+  for (const auto& d : dirs) {
+    ld.push_back("--folder");
+    ld.push_back(d);
+  }
+  e.hooks.push_back(cdi_hook(roots, std::move(ld)));
+  e.hooks.push_back(cdi_hook(roots, {"disable-device-node-modification"}));
+}
+
+}  // namespace
+
+HostView host_view(const DriverInventory& inv, const DriverRoots& roots) { return HostView{roots.host_root, inv.dev_root}; }
+
+ContainerEdits driver_edits(const DriverInventory& inv, const DriverRoots& roots) {
+  ContainerEdits e;
+  const HostView host = host_view(inv, roots);
+  for (const auto& node : inv.control_devices) e.device_nodes.push_back(device_node(node, host));
+  for (const auto& f : inv.config_files) e.mounts.push_back(bind(roots, f.source, f.path, kReadOnly));
+  for (const auto& lib : inv.libraries) e.mounts.push_back(bind(roots, lib, lib, kReadOnly));
+  for (const auto& ipc : inv.ipc) e.mounts.push_back(bind(roots, ipc, ipc, kIpcOptions));
+  for (const auto& fw : inv.firmware) e.mounts.push_back(bind(roots, fw, fw, kReadOnly));
+  for (const auto& b : inv.binaries) e.mounts.push_back(bind(roots, b.source, b.path, kReadOnly));
+  e.env.push_back("NVIDIA_CTK_LIBCUDA_DIR=" + dir_of(inv.libcuda));
+  if (!roots.hook_path.empty()) add_hooks(inv, roots, e);
+  return e;
+}
+
+ContainerEdits all_gpu_nodes(const DriverInventory& inv, const DriverRoots& roots) {
+  const std::string view = inv.dev_root == "/" ? roots.host_root : roots.container_driver_root;
+  std::vector<int> minors;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(join_root(view, "/dev"), ec)) {
+    auto name = entry.path().filename().string();
+    if (name.size() > 6 && name.size() < 16 && name.starts_with("nvidia") &&
+        std::all_of(name.begin() + 6, name.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      minors.push_back(std::stoi(name.substr(6)));
+  }
+  std::sort(minors.begin(), minors.end());
+  ContainerEdits e;
+  const HostView host = host_view(inv, roots);
+  for (int m : minors) e.device_nodes.push_back(device_node("/dev/nvidia" + std::to_string(m), host));
+  return e;
+}
+
+}  // namespace nvdra::cdi

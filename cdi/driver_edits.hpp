@@ -1,0 +1,21 @@
+#pragma once
+// The driver's common container edits from a DriverInventory (upstream-driver.md §5.1 "spec-level
+// containerEdits"): control device nodes, read-only bind mounts of libraries, config files,
+// binaries and firmware, IPC mounts, NVIDIA_CTK_LIBCUDA_DIR, and the nvidia-cdi-hook
+// createContainer hooks (create-symlinks, enable-cuda-compat, update-ldcache,
+// disable-device-node-modification) when --nvidia-cdi-hook-path is set. Pure; thread-safe.
+#include "cdi/device_edits.hpp"
+#include "cdi/driver_discovery.hpp"
+#include "cdi/spec_model.hpp"
+
+namespace nvdra::cdi {
+
+ContainerEdits driver_edits(const DriverInventory& inv, const DriverRoots& roots);
+
+// The HostView device-edit builders need for this driver (dev_root from discovery).
+HostView host_view(const DriverInventory& inv, const DriverRoots& roots);
+
+// Every /dev/nvidia<N> present (the compute-domain base device "all").
+ContainerEdits all_gpu_nodes(const DriverInventory& inv, const DriverRoots& roots);
+
+}  // namespace nvdra::cdi

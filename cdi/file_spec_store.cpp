@@ -1,0 +1,146 @@
+#include "cdi/file_spec_store.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "cdi/unique_fd.hpp"
+
+namespace nvdra::cdi {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kTempMarker = ".tmp.";
+
+Error io_error(const std::string& what, const std::string& path, int err) {
+  auto code = err == EACCES || err == EPERM ? ErrorCode::kPermissionDenied : ErrorCode::kUnavailable;
+  return make_error(code, what + " " + path + ": " + std::strerror(err));
+}
+
+Status write_all(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return io_error("cannot write", path, errno);
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return {};
+}
+
+int fsync_retry(int fd) {
+  int rc;
+  do rc = ::fsync(fd);
+  while (rc != 0 && errno == EINTR);
+  return rc;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FileSpecStore>> FileSpecStore::open(std::string dir, Options options) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return make_error(ErrorCode::kFailedPrecondition, "cannot create CDI root " + dir + ": " + ec.message());
+    ::chmod(dir.c_str(), 0750);
+  } else if (!S_ISDIR(st.st_mode)) {
+    return make_error(ErrorCode::kFailedPrecondition, "CDI root " + dir + " exists but is not a directory");
+  }
+  // Temp files of a writer that died mid-write: never loaded by consumers, but they would pile up.
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    auto name = entry.path().filename().string();
+    if (name.starts_with('.') && name.find(kTempMarker) != std::string::npos) fs::remove(entry.path(), ec);
+  }
+  return std::unique_ptr<FileSpecStore>(new FileSpecStore(std::move(dir), std::move(options)));
+}
+
+Status FileSpecStore::apply(std::span<const SpecChange> changes) {
+  for (const auto& c : changes) {
+    if (auto s = validate_file_name(c.file_name); !s) return s;
+    auto s = c.op == SpecOp::kWrite ? write_one(c) : remove_one(c);
+    if (!s) return s;
+  }
+  if (changes.empty()) return {};
+  return sync_dir();
+}
+
+Status FileSpecStore::write_one(const SpecChange& c) {
+  const std::string final_path = dir_ + "/" + c.file_name;
+  const std::string temp_path = dir_ + "/." + c.file_name + std::string(kTempMarker) + std::to_string(::getpid()) +
+                                "." + std::to_string(counter_.fetch_add(1));
+  UniqueFd fd(::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd) return io_error("cannot create", temp_path, errno);
+  auto fail = [&](Error e) -> Status {
+    ::unlink(temp_path.c_str());
+    return e;
+  };
+  step(WriteStep::kTempOpened, c.file_name);
+  // fchmod, not the open mode: the process umask must not narrow what the runtime may read.
+  if (::fchmod(fd.get(), options_.file_mode) != 0) return fail(io_error("cannot chmod", temp_path, errno));
+  std::string_view data = c.content;
+  if (auto s = write_all(fd.get(), data.substr(0, data.size() / 2), temp_path); !s) return fail(s.error());
+  step(WriteStep::kHalfWritten, c.file_name);
+  if (auto s = write_all(fd.get(), data.substr(data.size() / 2), temp_path); !s) return fail(s.error());
+  step(WriteStep::kWritten, c.file_name);
+  if (fsync_retry(fd.get()) != 0) return fail(io_error("cannot fsync", temp_path, errno));
+  step(WriteStep::kFileSynced, c.file_name);
+  if (::close(fd.release()) != 0) return fail(io_error("cannot close", temp_path, errno));
+  if (::rename(temp_path.c_str(), final_path.c_str()) != 0) return fail(io_error("cannot rename onto", final_path, errno));
+  step(WriteStep::kRenamed, c.file_name);
+  return {};
+}
+
+Status FileSpecStore::remove_one(const SpecChange& c) {
+  const std::string path = dir_ + "/" + c.file_name;
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return io_error("cannot remove", path, errno);
+  return {};
+}
+
+Status FileSpecStore::sync_dir() {
+  UniqueFd fd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return io_error("cannot open", dir_, errno);
+  if (fsync_retry(fd.get()) != 0) return io_error("cannot fsync", dir_, errno);
+  step(WriteStep::kDirSynced, dir_);
+  return {};
+}
+
+Result<std::string> FileSpecStore::read(const std::string& file_name) {
+  if (auto s = validate_file_name(file_name); !s) return s.error();
+  const std::string path = dir_ + "/" + file_name;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) return make_error(ErrorCode::kNotFound, "no CDI spec " + path);
+    return io_error("cannot open", path, errno);
+  }
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return io_error("cannot read", path, errno);
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> FileSpecStore::list() {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    auto name = entry.path().filename().string();
+    if (!name.starts_with('.') && (name.ends_with(".json") || name.ends_with(".yaml"))) out.push_back(name);
+  }
+  if (ec) return make_error(ErrorCode::kUnavailable, "cannot list CDI root " + dir_ + ": " + ec.message());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace nvdra::cdi

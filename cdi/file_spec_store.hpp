@@ -1,0 +1,51 @@
+#pragma once
+// The real SpecStore: files in --cdi-root, written as a temp file in the same directory
+// (".<name>.tmp.<pid>.<n>", a name no CDI consumer loads), fsync, rename over the final name,
+// then one fsync of the directory per apply() batch. A crash at any point leaves the old file or
+// the new one; stray temp files are removed by open(). See spec_store.hpp for the contract.
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "cdi/spec_store.hpp"
+
+namespace nvdra::cdi {
+
+// Points in one write, for crash tests (FileSpecStore::Options::on_step).
+enum class WriteStep { kTempOpened, kHalfWritten, kWritten, kFileSynced, kRenamed, kDirSynced };
+
+class FileSpecStore final : public SpecStore {
+ public:
+  struct Options {
+    // Mode of new spec files; upstream writes 0644 so the runtime (any user) can read them.
+    unsigned file_mode = 0644;
+    // Test hook, called at each step of each write (file name given); may kill the process.
+    std::function<void(WriteStep, const std::string&)> on_step;
+  };
+
+  // Creates dir (0750) if missing, refuses a non-directory, removes stale temp files.
+  static Result<std::unique_ptr<FileSpecStore>> open(std::string dir, Options options);
+  static Result<std::unique_ptr<FileSpecStore>> open(std::string dir) { return open(std::move(dir), Options{}); }
+
+  Status apply(std::span<const SpecChange> changes) override;
+  Result<std::string> read(const std::string& file_name) override;
+  Result<std::vector<std::string>> list() override;
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  FileSpecStore(std::string dir, Options options) : dir_(std::move(dir)), options_(std::move(options)) {}
+  Status write_one(const SpecChange& change);
+  Status remove_one(const SpecChange& change);
+  Status sync_dir();
+  void step(WriteStep s, const std::string& name) const {
+    if (options_.on_step) options_.on_step(s, name);
+  }
+
+  std::string dir_;
+  Options options_;
+  std::atomic<uint64_t> counter_{0};
+};
+
+}  // namespace nvdra::cdi
