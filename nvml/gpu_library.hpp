@@ -1,0 +1,118 @@
+#pragma once
+// GpuLibrary — the NVML seam. Everything nvdra asks of the GPU driver goes through this interface:
+// discovery facts, MIG mode and GPU/compute-instance create/destroy, and device events. NVML types
+// never cross it; values are the plain structs of nvml/device_model.hpp.
+//
+// Contract:
+//  * Calls are synchronous, may block (milliseconds; EventWatch::wait up to its timeout) and are
+//    thread-safe. The agent never calls them on the io_context thread: it awaits them on the
+//    worker pool, `co_await workers.run([&lib] { return lib.gpu_count(); })`.
+//  * One GpuLibrary per process: open_nvml() dlopens libnvidia-ml.so.1, resolves the versioned
+//    symbols once and holds one nvmlInit for the object's lifetime (nvmlShutdown + dlclose when it
+//    is destroyed).
+//  * Errors name the NVML call, the device and nvmlErrorString's text; the library does not log
+//    (except once per missing optional symbol). Codes: NOT_FOUND -> kNotFound, INVALID_ARGUMENT ->
+//    kInvalidArgument, NOT_SUPPORTED / INSUFFICIENT_RESOURCES -> kFailedPrecondition, IN_USE /
+//    TIMEOUT / GPU_IS_LOST -> kUnavailable, NO_PERMISSION -> kPermissionDenied, others kInternal.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/base/result.hpp"
+#include "nvml/device_model.hpp"
+
+namespace nvdra::nvml {
+
+struct MigModeState {
+  bool current_enabled = false;
+  bool pending_enabled = false;
+};
+
+struct MigModeChange {
+  bool active = false;  // false: accepted but pending until a GPU reset (Ampere where reset is impossible)
+  std::string detail;   // nvmlErrorString of the activation status
+};
+
+// What to create: a GPU instance of `gi_profile_id` at `placement_start` holding one compute
+// instance of CI profile index `ci_profile_index` (the full-size one for upstream's profiles).
+struct MigDeviceRequest {
+  unsigned gi_profile_id = 0;
+  unsigned placement_start = 0;
+  unsigned ci_profile_index = 0;
+  unsigned ci_engine_profile = 0;
+};
+
+inline constexpr unsigned kNoInstance = 0xFFFFFFFF;
+inline constexpr uint64_t kEventXidCriticalError = 0x8;
+inline constexpr uint64_t kEventDoubleBitEcc = 0x2;
+inline constexpr uint64_t kEventSingleBitEcc = 0x1;
+
+struct GpuEvent {
+  std::string gpu_uuid;  // the parent GPU
+  uint64_t type = 0;     // kEvent* bit
+  uint64_t data = 0;     // the XID for kEventXidCriticalError
+  unsigned gi_id = kNoInstance;  // kNoInstance unless attributable to one MIG instance
+  unsigned ci_id = kNoInstance;
+};
+
+struct WaitOutcome {
+  enum class Kind { kEvent, kTimeout, kGpuLost };
+  Kind kind = Kind::kTimeout;
+  GpuEvent event;  // for kEvent
+};
+
+// A registration for device events on a set of GPUs. Not copyable; wait() from one thread at a time.
+class EventWatch {
+ public:
+  virtual ~EventWatch() = default;
+  // GPUs whose registration failed (upstream taints their devices "unmonitored"), with the reason.
+  virtual const std::vector<std::pair<std::string, Error>>& unmonitored() const = 0;
+  // Blocks up to `timeout` for the next event.
+  virtual Result<WaitOutcome> wait(std::chrono::milliseconds timeout) = 0;
+};
+
+class GpuLibrary {
+ public:
+  virtual ~GpuLibrary() = default;
+
+  virtual Result<SystemInfo> system_info() = 0;
+  virtual Result<unsigned> gpu_count() = 0;
+  // NVML facts of the full GPU at `index` (identity, PCI, memory, arch, MIG mode, addressing mode,
+  // fabric). Leaves pcie_root/numa_node (sysfs), mig_profiles and mig_devices empty.
+  virtual Result<GpuInfo> gpu(unsigned index) = 0;
+  // GPU-instance profiles the GPU offers with their placements; empty when not MIG capable.
+  virtual Result<std::vector<MigProfileInfo>> mig_profiles(const std::string& gpu_uuid) = 0;
+  // MIG devices that exist now; empty when MIG is disabled.
+  virtual Result<std::vector<MigDeviceInfo>> mig_devices(const std::string& gpu_uuid) = 0;
+  // Fabric facts; nullopt when the GPU has no fabric (NOT_SUPPORTED or the symbol is missing).
+  virtual Result<std::optional<FabricInfo>> fabric(const std::string& gpu_uuid) = 0;
+
+  virtual Result<MigModeState> mig_mode(const std::string& gpu_uuid) = 0;
+  virtual Result<MigModeChange> set_mig_mode(const std::string& gpu_uuid, bool enable) = 0;
+  // Creates GI then CI; a CI failure destroys the GI again, so nothing half-made is left behind.
+  virtual Result<MigDeviceInfo> create_mig_device(const std::string& gpu_uuid, const MigDeviceRequest& request) = 0;
+  // Destroys the CI, then its GI. Already gone (or MIG disabled) counts as success: idempotent.
+  virtual Status destroy_mig_device(const std::string& gpu_uuid, unsigned gi_id, unsigned ci_id) = 0;
+
+  // Registers `event_types` (the supported subset, per GPU) on the given GPUs.
+  virtual Result<std::unique_ptr<EventWatch>> watch_events(const std::vector<std::string>& gpu_uuids,
+                                                           uint64_t event_types) = 0;
+
+  // "…/libnvidia-ml.so.1 (driver 570.148.08)" for logs.
+  virtual std::string describe() const = 0;
+};
+
+struct LoadOptions {
+  std::string library_path;       // --nvml-library; empty: search the driver root, then ld.so
+  std::string driver_root = "/";  // --nvidia-driver-root
+};
+
+// Loads and initialises NVML. The error names every path tried and dlerror()/nvmlErrorString;
+// with the mock, also the profile problem (file, GPU, field).
+Result<std::unique_ptr<GpuLibrary>> open_nvml(const LoadOptions& options);
+
+}  // namespace nvdra::nvml

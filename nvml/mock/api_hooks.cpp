@@ -1,0 +1,102 @@
+// Exported test hooks (nvml/mock/test_hooks.h).
+#include <string>
+
+#include "nvml/mock/api_support.hpp"
+#include "nvml/mock/test_hooks.h"
+#include "nvml/nvml_functions.hpp"
+
+using namespace nvdra::nvml::mock;
+
+namespace {
+
+// Holds an NVML reference for the hook's duration, so hooks work in processes that never called
+// nvmlInit themselves.
+class InitScope {
+ public:
+  InitScope() : rc_(session_init()) {}
+  ~InitScope() {
+    if (rc_ == NVML_SUCCESS) session_shutdown();
+  }
+  nvmlReturn_t rc() const { return rc_; }
+
+ private:
+  nvmlReturn_t rc_;
+};
+
+// Finds the GPU index (and GI/CI for a MIG UUID) a UUID names.
+nvmlReturn_t locate(const char* uuid, Ref* out) {
+  if (uuid == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  nvmlDevice_t h = nullptr;
+  const nvmlReturn_t rc = nvmlDeviceGetHandleByUUID(uuid, &h);
+  if (rc != NVML_SUCCESS) return rc;
+  *out = *decode_handle(h);
+  return NVML_SUCCESS;
+}
+
+thread_local std::string tls_text;
+
+}  // namespace
+
+extern "C" {
+
+int nvdraMockInjectEvent(const char* uuid, unsigned long long type, unsigned long long data, unsigned int gi,
+                         unsigned int ci) {
+  InitScope init;
+  if (init.rc() != NVML_SUCCESS) return init.rc();
+  Ref ref;
+  // A lost GPU cannot be looked up by handle; resolve against the profile alone.
+  auto s = current_session();
+  bool found = false;
+  for (unsigned i = 0; uuid != nullptr && i < s->profile.gpus.size(); ++i)
+    if (s->profile.gpus[i].uuid == uuid) ref = Ref{Kind::kGpu, i}, found = true;
+  if (!found) {
+    const nvmlReturn_t rc = locate(uuid, &ref);
+    if (rc != NVML_SUCCESS) return rc;
+    gi = ref.gi, ci = ref.ci;
+  }
+  return s->state->with(Access::kWrite, [&](MachineState& m) {
+    m.events.push_back(EventRecord{m.next_seq++, ref.gpu, type, data, gi, ci});
+    if (m.events.size() > MachineState::kMaxEvents) m.events.erase(m.events.begin());
+    return 0;
+  });
+}
+
+int nvdraMockSetGpuLost(const char* uuid, int lost) {
+  InitScope init;
+  if (init.rc() != NVML_SUCCESS) return init.rc();
+  auto s = current_session();
+  for (unsigned i = 0; uuid != nullptr && i < s->profile.gpus.size(); ++i) {
+    if (s->profile.gpus[i].uuid == uuid) {
+      return s->state->with(Access::kWrite, [&](MachineState& m) {
+        m.gpus[i].lost = lost != 0;
+        return 0;
+      });
+    }
+  }
+  return uuid == nullptr ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_NOT_FOUND;
+}
+
+int nvdraMockResetState(void) {
+  InitScope init;
+  if (init.rc() != NVML_SUCCESS) return init.rc();
+  auto s = current_session();
+  return s->state->with(Access::kWrite, [&](MachineState& m) {
+    const uint64_t seq = m.next_seq;  // keep sequence numbers rising so open event sets stay correct
+    m = initial_state(s->profile);
+    m.next_seq = seq;
+    return 0;
+  });
+}
+
+const char* nvdraMockLastError(void) {
+  tls_text = last_init_error();
+  return tls_text.c_str();
+}
+
+const char* nvdraMockStatePath(void) {
+  auto s = current_session();
+  tls_text = s ? s->state->path() : "";
+  return tls_text.c_str();
+}
+
+}  // extern "C"

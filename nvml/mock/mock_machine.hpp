@@ -1,0 +1,54 @@
+#pragma once
+// The process-wide side of the mock: init reference count, the loaded profile and its state file,
+// and the encoding of NVML handles. Handles are tagged integers (GPU index, GI id, CI id), not
+// pointers, so they stay valid and compare equal across calls, dlclose and processes — the way a
+// real GPU's handles are stable for a device — and a stale one is detected, not dereferenced.
+//
+// Environment (read at the first nvmlInit of a cycle, so a test may switch profiles between an
+// nvmlShutdown and the next init):
+//   NVDRA_MOCK_PROFILE     profile name under NVDRA_MOCK_PROFILES_DIR or the built-in profile dir,
+//                          or a path to a .yaml file (required)
+//   NVDRA_MOCK_PROFILES_DIR  overrides the profile directory resolved at build time
+//   NVDRA_MOCK_STATE_DIR   directory of the state file "<profile base name>.state"; default: beside
+//                          a profile given by path, the build tree's nvml-mock-state/ for a name
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "nvml/mock/machine_profile.hpp"
+#include "nvml/mock/mock_state.hpp"
+#include "nvml/nvml_types.hpp"
+
+namespace nvdra::nvml::mock {
+
+struct Session {
+  MachineProfile profile;
+  std::unique_ptr<StateFile> state;
+};
+
+enum class Kind : unsigned { kGpu = 1, kMig = 2, kGi = 3, kCi = 4 };
+struct Ref {
+  Kind kind = Kind::kGpu;
+  unsigned gpu = 0, gi = 0, ci = 0;
+};
+
+void* encode_handle(Ref ref);
+std::optional<Ref> decode_handle(const void* handle);
+template <class H>
+H make_handle(Ref ref) {
+  return static_cast<H>(encode_handle(ref));
+}
+
+nvmlReturn_t session_init();
+nvmlReturn_t session_shutdown();
+// nullptr when NVML is not initialised.
+std::shared_ptr<Session> current_session();
+// Why the last init failed (profile errors name the file, the GPU and the field); "" if it did not.
+std::string last_init_error();
+
+// NVML's string contract: INSUFFICIENT_SIZE unless the text and its NUL fit.
+nvmlReturn_t copy_out(char* dst, unsigned length, const std::string& text);
+// Deterministic "MIG-xxxxxxxx-…" UUID of a compute instance.
+std::string mig_uuid(const std::string& gpu_uuid, unsigned gi, unsigned ci);
+
+}  // namespace nvdra::nvml::mock

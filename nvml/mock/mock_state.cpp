@@ -1,0 +1,126 @@
+#include "nvml/mock/mock_state.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace nvdra::nvml::mock {
+
+MachineState initial_state(const MachineProfile& profile) {
+  MachineState st;
+  st.fingerprint = profile.fingerprint;
+  for (const auto& gpu : profile.gpus) {
+    GpuState g;
+    g.mig_current = g.mig_pending = gpu.mig_enabled ? 1 : 0;
+    for (const auto& dev : gpu.mig_devices) {
+      const GiProfileSpec* prof = gpu.product->profile_by_id(dev.profile_id);
+      GiRecord gi{next_gi_id(g.gis, *prof), prof->id, dev.start, prof->placement_size};
+      g.gis.push_back(gi);
+      g.cis.push_back(CiRecord{gi.id, 0, full_ci_profile_index(prof->slice_count), 0, prof->slice_count});
+    }
+    st.gpus.push_back(std::move(g));
+  }
+  return st;
+}
+
+std::string serialize_state(const MachineState& st) {
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "fingerprint" << YAML::Value << st.fingerprint;
+  out << YAML::Key << "nextSeq" << YAML::Value << st.next_seq;
+  out << YAML::Key << "gpus" << YAML::Value << YAML::BeginSeq;
+  for (const auto& g : st.gpus) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "mig" << YAML::Value << g.mig_current << YAML::Key << "pending"
+        << YAML::Value << g.mig_pending << YAML::Key << "persistence" << YAML::Value << g.persistence << YAML::Key
+        << "lost" << YAML::Value << g.lost;
+    out << YAML::Key << "gis" << YAML::Value << YAML::BeginSeq;
+    for (const auto& gi : g.gis)
+      out << YAML::BeginSeq << gi.id << gi.profile_id << gi.start << gi.size << YAML::EndSeq;
+    out << YAML::EndSeq << YAML::Key << "cis" << YAML::Value << YAML::BeginSeq;
+    for (const auto& ci : g.cis)
+      out << YAML::BeginSeq << ci.gi_id << ci.id << ci.profile_id << ci.start << ci.size << YAML::EndSeq;
+    out << YAML::EndSeq << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::Key << "events" << YAML::Value << YAML::BeginSeq;
+  for (const auto& e : st.events)
+    out << YAML::Flow << YAML::BeginSeq << e.seq << e.gpu << e.type << e.data << e.gi << e.ci << YAML::EndSeq;
+  out << YAML::EndSeq << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+std::optional<MachineState> parse_state(const std::string& text) {
+  try {
+    YAML::Node root = YAML::Load(text);
+    MachineState st;
+    st.fingerprint = root["fingerprint"].as<std::string>();
+    st.next_seq = root["nextSeq"].as<uint64_t>();
+    for (const auto& g : root["gpus"]) {
+      GpuState gs;
+      gs.mig_current = g["mig"].as<unsigned>();
+      gs.mig_pending = g["pending"].as<unsigned>();
+      gs.persistence = g["persistence"].as<bool>();
+      gs.lost = g["lost"].as<bool>();
+      for (const auto& gi : g["gis"])
+        gs.gis.push_back(GiRecord{gi[0].as<unsigned>(), gi[1].as<unsigned>(), gi[2].as<unsigned>(), gi[3].as<unsigned>()});
+      for (const auto& ci : g["cis"])
+        gs.cis.push_back(CiRecord{ci[0].as<unsigned>(), ci[1].as<unsigned>(), ci[2].as<unsigned>(),
+                                  ci[3].as<unsigned>(), ci[4].as<unsigned>()});
+      st.gpus.push_back(std::move(gs));
+    }
+    for (const auto& e : root["events"])
+      st.events.push_back(EventRecord{e[0].as<uint64_t>(), e[1].as<unsigned>(), e[2].as<unsigned long long>(),
+                                      e[3].as<unsigned long long>(), e[4].as<unsigned>(), e[5].as<unsigned>()});
+    return st;
+  } catch (const YAML::Exception&) {
+    return std::nullopt;
+  }
+}
+
+StateFile::StateFile(std::string path, const MachineProfile& profile) : path_(std::move(path)), profile_(profile) {}
+
+MachineState StateFile::load_locked() {
+  std::ifstream in(path_);
+  std::stringstream text;
+  if (in) text << in.rdbuf();
+  // Comparing the text is cheaper than parsing it and, unlike mtime, never misses a change.
+  if (cached_ && in && text.str() == cached_text_) return *cached_;
+  std::optional<MachineState> st = in ? parse_state(text.str()) : std::nullopt;
+  if (!st || st->fingerprint != profile_.fingerprint || st->gpus.size() != profile_.gpus.size())
+    st = initial_state(profile_);
+  cached_text_ = text.str();
+  cached_ = st;
+  return *st;
+}
+
+int StateFile::with(Access access, const std::function<int(MachineState&)>& fn) {
+  std::lock_guard lock(mu_);
+  const std::string lock_path = path_ + ".lock";
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return 17;  // NVML_ERROR_OPERATING_SYSTEM
+  while (::flock(fd, access == Access::kWrite ? LOCK_EX : LOCK_SH) != 0 && errno == EINTR) {
+  }
+  MachineState st = load_locked();
+  int rc = fn(st);
+  if (access == Access::kWrite && rc == 0) {
+    const std::string text = serialize_state(st);
+    const std::string tmp = path_ + ".tmp";
+    std::FILE* f = std::fopen(tmp.c_str(), "w");
+    bool written = f != nullptr && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (f != nullptr) written = (std::fclose(f) == 0) && written;
+    if (written && std::rename(tmp.c_str(), path_.c_str()) == 0) {
+      cached_text_ = text;
+      cached_ = st;
+    } else {
+      rc = 17;
+    }
+  }
+  ::close(fd);  // releases the flock
+  return rc;
+}
+
+}  // namespace nvdra::nvml::mock

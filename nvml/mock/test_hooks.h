@@ -1,0 +1,29 @@
+/* Test hooks the mock libnvidia-ml.so.1 exports beside NVML's symbols, so a test (or the
+ * nvml-mock-ctl tool) can change the "hardware" between NVML calls. They take effect in every
+ * process that loads the same profile, because they act on its state file. Each works with or
+ * without a prior nvmlInit and returns an nvmlReturn_t value. C ABI; resolve them with dlsym. */
+#ifndef NVDRA_NVML_MOCK_TEST_HOOKS_H
+#define NVDRA_NVML_MOCK_TEST_HOOKS_H
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Queues an event for the GPU (or MIG device: its parent, GI and CI) named by `uuid`. For XIDs:
+ * event_type 0x8 (nvmlEventTypeXidCriticalError), event_data the XID. gi/ci 0xFFFFFFFF unless the
+ * event is attributable to one MIG instance; a MIG UUID fills them in. */
+int nvdraMockInjectEvent(const char* uuid, unsigned long long event_type, unsigned long long event_data,
+                         unsigned int gpu_instance_id, unsigned int compute_instance_id);
+/* Marks a GPU lost (every call on it then returns NVML_ERROR_GPU_IS_LOST) or found again. */
+int nvdraMockSetGpuLost(const char* uuid, int lost);
+/* Returns the machine to the profile's boot state: MIG layout, modes, no events, nothing lost. */
+int nvdraMockResetState(void);
+/* The reason of the last failed nvmlInit in this process (names the profile file, GPU and
+ * field), or "" — valid until the next call from the same thread. */
+const char* nvdraMockLastError(void);
+/* The state file this process uses (after a successful init), or "". */
+const char* nvdraMockStatePath(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
