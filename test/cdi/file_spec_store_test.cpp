@@ -1,0 +1,138 @@
+#include "cdi/file_spec_store.hpp"
+
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "cdi/memory_spec_store.hpp"
+#include "cdi/naming.hpp"
+#include "cdi/spec_builder.hpp"
+#include "test/cdi/fake_driver_root.hpp"
+
+namespace nvdra::cdi {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+std::vector<std::string> dir_entries(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+BuiltSpec claim(const std::string& uid) {
+  ContainerEdits e;
+  e.device_nodes.push_back(DeviceNode{.path = "/dev/nvidia0"});
+  return build_claim_spec(kGpuVendor, uid, {{"gpu-0", e}}).value();
+}
+
+TEST(FileSpecStore, WrittenSpecIsWorldReadableWhateverTheUmask) {
+  TempDir tmp;
+  auto store = FileSpecStore::open(tmp.path() + "/cdi");
+  ASSERT_TRUE(store.ok()) << store.error().describe();
+  mode_t old = ::umask(077);
+  auto s = (*store)->write(claim("uid-1"));
+  ::umask(old);
+  ASSERT_TRUE(s.ok()) << s.error().describe();
+  struct stat st {};
+  ASSERT_EQ(::stat((tmp.path() + "/cdi/k8s.gpu.nvidia.com-claim_uid-1.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  EXPECT_EQ(*(*store)->read("k8s.gpu.nvidia.com-claim_uid-1.json"), claim("uid-1").content);
+  EXPECT_EQ(*(*store)->list(), std::vector<std::string>{"k8s.gpu.nvidia.com-claim_uid-1.json"});
+  EXPECT_EQ(dir_entries(tmp.path() + "/cdi"), std::vector<std::string>{"k8s.gpu.nvidia.com-claim_uid-1.json"})
+      << "no temp file left behind";
+}
+
+TEST(FileSpecStore, RemoveClaimTakesOutOursAndAnUpstreamYamlTwinAndToleratesAbsence) {
+  TempDir tmp;
+  auto store = FileSpecStore::open(tmp.path()).value();
+  ASSERT_TRUE(store->write(claim("uid-2")).ok());
+  testing::write_file(tmp.path() + "/k8s.gpu.nvidia.com-claim_uid-2.yaml", "cdiVersion: 0.5.0\n");
+  ASSERT_TRUE(store->remove_claim(kGpuVendor, "uid-2").ok());
+  EXPECT_TRUE(dir_entries(tmp.path()).empty());
+  EXPECT_TRUE(store->remove_claim(kGpuVendor, "uid-2").ok()) << "unprepare twice converges";
+  EXPECT_EQ(store->read("k8s.gpu.nvidia.com-claim_uid-2.json").error().code, ErrorCode::kNotFound);
+}
+
+TEST(FileSpecStore, OpenCreatesTheDirectoryRefusesAFileAndSweepsStaleTempFiles) {
+  TempDir tmp;
+  testing::write_file(tmp.path() + "/file", "x");
+  auto refused = FileSpecStore::open(tmp.path() + "/file");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("not a directory"), std::string::npos);
+  testing::write_file(tmp.path() + "/cdi/.k8s.gpu.nvidia.com-claim_x.json.tmp.123.0", "{\"torn");
+  testing::write_file(tmp.path() + "/cdi/other-vendor.json", "{}");
+  auto store = FileSpecStore::open(tmp.path() + "/cdi");
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ(dir_entries(tmp.path() + "/cdi"), std::vector<std::string>{"other-vendor.json"});
+}
+
+TEST(FileSpecStore, WriteIfChangedLeavesAnIdenticalFileAlone) {
+  TempDir tmp;
+  auto store = FileSpecStore::open(tmp.path()).value();
+  auto spec = claim("uid-3");
+  EXPECT_EQ(store->write_if_changed(spec).value(), true);
+  struct stat before {}, after {};
+  ::stat((tmp.path() + "/" + spec.file_name).c_str(), &before);
+  EXPECT_EQ(store->write_if_changed(spec).value(), false);
+  ::stat((tmp.path() + "/" + spec.file_name).c_str(), &after);
+  EXPECT_EQ(before.st_ino, after.st_ino) << "not rewritten";
+  spec.content += " ";
+  EXPECT_EQ(store->write_if_changed(spec).value(), true);
+}
+
+TEST(FileSpecStore, ABatchOfClaimsSyncsTheDirectoryOnce) {
+  TempDir tmp;
+  int dir_syncs = 0, file_syncs = 0;
+  FileSpecStore::Options opts;
+  opts.on_step = [&](WriteStep s, const std::string&) {
+    dir_syncs += s == WriteStep::kDirSynced;
+    file_syncs += s == WriteStep::kFileSynced;
+  };
+  auto store = FileSpecStore::open(tmp.path(), opts).value();
+  ASSERT_TRUE(store->write(claim("old")).ok());
+  std::vector<SpecChange> batch{SpecChange::write(claim("a")), SpecChange::write(claim("b")),
+                                SpecChange::write(claim("c"))};
+  auto removal = claim_removal(kGpuVendor, "old");
+  batch.insert(batch.end(), removal.begin(), removal.end());
+  ASSERT_TRUE(store->apply(batch).ok());
+  EXPECT_EQ(file_syncs, 4);
+  EXPECT_EQ(dir_syncs, 2) << "one for the single write, one for the batch";
+  EXPECT_EQ(store->list().value(),
+            (std::vector<std::string>{"k8s.gpu.nvidia.com-claim_a.json", "k8s.gpu.nvidia.com-claim_b.json",
+                                      "k8s.gpu.nvidia.com-claim_c.json"}));
+}
+
+TEST(FileSpecStore, BadFileNamesAndAVanishedDirectoryAreErrorsNamingThePath) {
+  TempDir tmp;
+  auto store = FileSpecStore::open(tmp.path() + "/cdi").value();
+  auto bad = store->apply(std::vector<SpecChange>{SpecChange::write("../escape.json", "{}")});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("../escape.json"), std::string::npos);
+  fs::remove_all(tmp.path() + "/cdi");
+  auto gone = store->write(claim("uid-4"));
+  ASSERT_FALSE(gone.ok());
+  EXPECT_NE(gone.error().message.find(tmp.path() + "/cdi/"), std::string::npos);
+}
+
+TEST(MemorySpecStore, InjectedFailureStopsTheBatchAfterTheGivenChanges) {
+  MemorySpecStore store;
+  store.fail_next(make_error(ErrorCode::kUnavailable, "disk full"), 1);
+  std::vector<SpecChange> batch{SpecChange::write(claim("a")), SpecChange::write(claim("b"))};
+  auto s = store.apply(batch);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "disk full");
+  EXPECT_EQ(store.list().value(), std::vector<std::string>{"k8s.gpu.nvidia.com-claim_a.json"});
+  ASSERT_TRUE(store.apply(batch).ok()) << "a retry converges";
+  EXPECT_EQ(store.files().size(), 2u);
+  EXPECT_EQ(store.batches(), 2u);
+  ASSERT_TRUE(store.remove_claim(kGpuVendor, "a").ok());
+  EXPECT_EQ(store.files().size(), 1u);
+}
+
+}  // namespace
+}  // namespace nvdra::cdi
