@@ -25,8 +25,8 @@ struct Registry {
   std::set<nvmlEventSet_t> sets;
 };
 Registry& registry() {
-  static Registry* r = new Registry();
-  return *r;
+  static Registry r;
+  return r;
 }
 bool known(nvmlEventSet_t set) {
   std::lock_guard lock(registry().mu);
