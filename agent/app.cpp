@@ -42,11 +42,12 @@ int App::run() {
   RunContext ctx{io.get_executor(), workers, readiness, *notifier_, options_};
   supervisor.on_deadline([&io] { io.stop(); });
 
+  // Signals first: from here on SIGTERM means a clean stop, so STATUS=starting may announce it.
+  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   notifier_->status("starting");
   log->info("starting node={} drivers={} gates={}", options_.node_name, options_.drivers.size(),
             options_.gates.describe());
 
-  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   supervisor.spawn(
       "signals",
       [&]() -> asio::awaitable<void> {

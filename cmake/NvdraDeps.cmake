@@ -13,6 +13,8 @@ find_package(CLI11 CONFIG REQUIRED)
 pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
 find_package(GTest REQUIRED)
 find_package(benchmark CONFIG REQUIRED)
+# Debian's python3 (not a pyenv shim on PATH): the doubles use Debian's python3-* packages.
+set(Python3_EXECUTABLE /usr/bin/python3 CACHE FILEPATH "python3 with Debian's python3-* packages")
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 
 # Boost.Asio is header-only; these settings are shared by every target that includes it.

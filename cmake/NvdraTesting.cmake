@@ -16,7 +16,8 @@ function(nvdra_add_pytest name)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
-  add_test(NAME ${name} COMMAND ${Python3_EXECUTABLE} -m unittest -v ${T_SCRIPT}
+  # Run as a script (unittest.main()): 'test' is also the name of Python's own test package.
+  add_test(NAME ${name} COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/${T_SCRIPT} -v
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS};process" TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "NVDRA_SOURCE_DIR=${CMAKE_SOURCE_DIR};NVDRA_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONPATH=${CMAKE_SOURCE_DIR}/test/lib;PYTHONDONTWRITEBYTECODE=1")

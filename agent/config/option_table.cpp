@@ -2,7 +2,8 @@
 
 #include <charconv>
 #include <cmath>
-#include <regex>
+#include <algorithm>
+#include <string_view>
 
 namespace nvdra::config {
 namespace {
@@ -106,10 +107,28 @@ Problem apply_consumable_shares(Options& o, const std::string& v) {
   return std::nullopt;
 }
 
+// RFC 1123 label: lowercase alphanumerics and '-', starting and ending alphanumeric.
+bool is_dns_label(std::string_view s) {
+  if (s.empty() || s.size() > 63) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!alnum(s.front()) || !alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-'; });
+}
+
 Problem apply_dns_label(std::string& out, const std::string& v, size_t max_len, bool subdomain) {
-  static const std::regex label("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
-  static const std::regex sub("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
-  if (v.empty() || v.size() > max_len || !std::regex_match(v, subdomain ? sub : label))
+  bool ok = !v.empty() && v.size() <= max_len;
+  if (ok && subdomain) {
+    size_t start = 0;
+    while (ok && start <= v.size()) {
+      const size_t dot = v.find('.', start);
+      ok = is_dns_label(std::string_view(v).substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+  } else if (ok) {
+    ok = is_dns_label(v);
+  }
+  if (!ok)
     return bad(v, subdomain ? "must be a DNS-1123 subdomain (lowercase letters, digits, '-', '.'; at most 253)"
                             : "must be a DNS-1123 label (lowercase letters, digits, '-'; at most 63)");
   out = v;

@@ -4,6 +4,7 @@
 // its own executor. fn cannot be interrupted once started: cancelling the awaiting coroutine takes
 // effect when fn returns, which is why work handed here must be bounded.
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -25,7 +26,14 @@ class WorkerPool {
     using R = std::invoke_result_t<F&>;
     // The lambda is moved into co_spawn, which keeps it alive for the whole coroutine.
     return boost::asio::co_spawn(
-        pool_.get_executor(), [fn = std::move(fn)]() mutable -> boost::asio::awaitable<R> { co_return fn(); },
+        pool_.get_executor(),
+        [fn = std::move(fn)]() mutable -> boost::asio::awaitable<R> {
+          // The awaiting coroutine's cancellation is forwarded here. fn cannot be interrupted, and
+          // Asio 1.81's co_spawn entry point awaits once more after we return: with the state still
+          // "cancelled" that await would throw on a pool thread and terminate the process.
+          co_await boost::asio::this_coro::throw_if_cancelled(false);
+          co_return fn();
+        },
         boost::asio::use_awaitable);
   }
 

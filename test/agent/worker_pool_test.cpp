@@ -7,7 +7,12 @@
 #include <boost/asio/io_context.hpp>
 
 #include <stdexcept>
+#include <future>
 #include <thread>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/post.hpp>
 
 namespace asio = boost::asio;
 
@@ -55,6 +60,43 @@ TEST(WorkerPool, VoidWork) {
   asio::co_spawn(io, [&]() -> asio::awaitable<void> { co_await pool.run([&] { ran = true; }); }, asio::detached);
   io.run();
   EXPECT_TRUE(ran);
+}
+
+}  // namespace
+}  // namespace nvdra::runtime
+
+namespace nvdra::runtime {
+namespace {
+
+// Cancelling the awaiting coroutine while fn runs must neither terminate the process nor lose fn's
+// completion: the caller sees the result (or operation_aborted) once fn returns.
+TEST(WorkerPool, CancellingTheAwaiterWhileWorkRunsIsSafe) {
+  asio::io_context io;
+  WorkerPool pool(1);
+  asio::cancellation_signal cancel;
+  std::promise<void> started;
+  std::promise<void> release;
+  auto release_future = release.get_future().share();
+  bool finished = false;
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    try {
+      co_await pool.run([&] {
+        started.set_value();
+        release_future.wait();
+        return 1;
+      });
+    } catch (const boost::system::system_error&) {
+    }
+    finished = true;
+  }, asio::bind_cancellation_slot(cancel.slot(), asio::detached));
+  std::thread releaser([&] {
+    started.get_future().wait();
+    asio::post(io, [&] { cancel.emit(asio::cancellation_type::all); });
+    asio::post(io, [&] { release.set_value(); });
+  });
+  io.run();
+  releaser.join();
+  EXPECT_TRUE(finished);
 }
 
 }  // namespace

@@ -1,0 +1,85 @@
+"""nvdra-agent's lifecycle from outside: systemd notifications, logs, signals, exit status."""
+import json
+import os
+import signal
+import unittest
+
+from nvdra_testlib import AgentDirs, NotifySocket, clean_env, start_agent, stop_agent
+
+
+class Lifecycle(unittest.TestCase):
+    def setUp(self):
+        self.dirs = AgentDirs()
+        self.addCleanup(self.dirs.cleanup)
+        self.notify = NotifySocket(self.dirs.root)
+        self.addCleanup(self.notify.close)
+
+    def start(self, extra_args=(), **env):
+        proc = start_agent(self.dirs.args() + list(extra_args),
+                           env=clean_env(NOTIFY_SOCKET=self.notify.path, **env))
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        return proc
+
+    def test_sigterm_sends_stopping_and_exits_zero(self):
+        proc = self.start()
+        self.notify.wait_for("STATUS=")
+        code, seconds, err = stop_agent(proc, signal.SIGTERM)
+        self.assertEqual(code, 0, err)
+        self.notify.wait_for("STOPPING=1")
+        print(f"\nSIGTERM to exit: {seconds * 1000:.1f} ms")
+
+    def test_sigint_also_exits_zero(self):
+        proc = self.start()
+        self.notify.wait_for("STATUS=")
+        code, _, err = stop_agent(proc, signal.SIGINT)
+        self.assertEqual(code, 0, err)
+
+    def test_watchdog_is_pinged_from_the_loop(self):
+        proc = self.start(WATCHDOG_USEC="200000")
+        self.notify.wait_for("WATCHDOG=1")
+        self.notify.messages.clear()
+        self.notify.wait_for("WATCHDOG=1")  # and again: it is a timer, not a one-off
+        code, _, err = stop_agent(proc)
+        self.assertEqual(code, 0, err)
+
+    def test_json_logs_are_one_object_per_line(self):
+        proc = self.start(["--log-format", "json"])
+        self.notify.wait_for("STATUS=")
+        code, _, err = stop_agent(proc)
+        self.assertEqual(code, 0, err)
+        lines = [line for line in err.splitlines() if line.strip()]
+        self.assertTrue(lines)
+        for line in lines:
+            record = json.loads(line)
+            self.assertEqual(set(record), {"ts", "level", "logger", "msg"})
+
+    def test_journal_stream_gets_priority_prefixes(self):
+        # JOURNAL_STREAM names the stream the agent's stderr is connected to: here, a file we read back.
+        log_path = os.path.join(self.dirs.root, "stderr.log")
+        with open(log_path, "w") as log:
+            st = os.fstat(log.fileno())
+            import subprocess
+            from nvdra_testlib import agent_binary
+            proc = subprocess.Popen([agent_binary()] + self.dirs.args(), stderr=log, stdout=subprocess.DEVNULL,
+                                    env=clean_env(NOTIFY_SOCKET=self.notify.path,
+                                                  JOURNAL_STREAM=f"{st.st_dev}:{st.st_ino}"))
+            self.notify.wait_for("STATUS=")
+            proc.send_signal(signal.SIGTERM)
+            self.assertEqual(proc.wait(timeout=10), 0)
+        with open(log_path) as f:
+            lines = [line for line in f.read().splitlines() if line]
+        self.assertTrue(lines)
+        for line in lines:
+            self.assertRegex(line, r"^<[0-7]>[a-z.-]+: ")
+
+    def test_host_managed_imex_overrides_are_logged(self):
+        proc = self.start(["--feature-gates", "HostManagedIMEX=true"])
+        self.notify.wait_for("STATUS=")
+        code, _, err = stop_agent(proc)
+        self.assertEqual(code, 0, err)
+        self.assertIn("HostManagedIMEX is enabled; forcing IMEXDaemonsWithDNSNames=false", err)
+        self.assertIn("HostManagedIMEX is enabled; forcing ComputeDomainCliques=false", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
