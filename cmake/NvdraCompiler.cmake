@@ -15,7 +15,9 @@ if(NVDRA_SANITIZE)
   add_compile_options(${_san})
   # GCC 12's flow analysis under the sanitizers reports maybe-uninitialized inside libstdc++
   # (std::function, std::optional) where there is none; the release build keeps the warning.
-  add_compile_options(-Wno-maybe-uninitialized)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    add_compile_options(-Wno-maybe-uninitialized)
+  endif()
   add_link_options(${_san})
 endif()
 
