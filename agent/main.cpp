@@ -6,6 +6,7 @@
 
 #include "agent/app.hpp"
 #include "agent/base/log.hpp"
+#include "agent/devices_command.hpp"
 #include "agent/config/loader.hpp"
 #include "agent/runtime/logging.hpp"
 #include "agent/systemd/notifier.hpp"
@@ -32,8 +33,7 @@ int main(int argc, char** argv) {
   for (const auto& note : inv->log_notes) log->info("{}", note);
 
   if (inv->action == nvdra::config::Invocation::Action::kDevices) {
-    std::fprintf(stderr, "nvdra-agent: devices: NVML discovery is not part of this build yet\n");
-    return 1;
+    return nvdra::run_devices_command(options, inv->devices_output_format, stdout, stderr);
   }
   try {
     nvdra::App app(options, nvdra::systemd::make_sd_notifier());
