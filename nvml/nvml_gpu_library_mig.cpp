@@ -138,6 +138,9 @@ Result<std::vector<MigDeviceInfo>> NvmlGpuLibrary::mig_devices(const std::string
     if (rc == NVML_ERROR_NOT_FOUND || rc == NVML_ERROR_INVALID_ARGUMENT) continue;  // empty slot
     if (rc != NVML_SUCCESS) return error("nvmlDeviceGetMigDeviceHandleByIndex", rc, uuid);
     auto m = read_mig_device(*dev, pinfo, mig, *profiles);
+    // Destroyed between the index lookup and the reads (another client changed the layout):
+    // it is simply gone, as it would be in a fresh listing.
+    if (!m && (m.error().code == ErrorCode::kInvalidArgument || m.error().code == ErrorCode::kNotFound)) continue;
     if (!m) return m.error();
     out.push_back(std::move(m).value());
   }
