@@ -1,0 +1,76 @@
+#pragma once
+// StatusSnapshot — what the agent tells host tooling about itself, as plain data. The agent fills
+// one in and hands it to StatusService::update(); nvdractl decodes the same struct from D-Bus.
+// Strings rather than enums where the value is shown to people verbatim (unit states, health).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nvdra::systemd_bus {
+
+// One DRA driver inside the agent.
+struct DriverStatus {
+  std::string name;          // "gpu.nvidia.com", "compute-domain.nvidia.com"
+  std::string registration;  // kRegistration*: where the kubelet registration stands
+  bool published = false;    // ResourceSlices written for this node
+  std::string detail;        // the last problem, or "" when fine
+  bool operator==(const DriverStatus&) const = default;
+};
+inline constexpr const char* kRegistrationPending = "pending";
+inline constexpr const char* kRegistrationRegistered = "registered";
+inline constexpr const char* kRegistrationFailed = "failed";
+
+struct DeviceStatus {
+  std::string driver;
+  std::string name;    // the published device name, e.g. "gpu-0", "channel-0"
+  std::string type;    // gpu | mig | vfio | channel | daemon
+  std::string uuid;    // "" where the device has none (channels)
+  std::string health;  // kHealth*
+  bool operator==(const DeviceStatus&) const = default;
+};
+inline constexpr const char* kHealthHealthy = "Healthy";
+inline constexpr const char* kHealthUnhealthy = "Unhealthy";
+inline constexpr const char* kHealthUnknown = "Unknown";
+
+// A claim as the checkpoint records it.
+struct ClaimStatus {
+  std::string uid;
+  std::string namespace_name;
+  std::string name;
+  std::string driver;
+  std::string state;                 // PrepareStarted | PrepareCompleted
+  std::vector<std::string> devices;  // device names
+  bool operator==(const ClaimStatus&) const = default;
+};
+
+// The host's IMEX daemon unit as systemd reports it (HostManagedIMEX), or mode only.
+struct ImexStatus {
+  std::string mode;          // driverManaged | hostManaged | "" when the compute-domain driver is off
+  std::string unit;          // "nvidia-imex.service"
+  std::string active_state;  // systemd ActiveState: active, inactive, failed, … ; "" if not watched
+  std::string sub_state;     // systemd SubState: running, dead, … ; "" if not watched
+  bool operator==(const ImexStatus&) const = default;
+};
+
+struct ErrorRecord {
+  uint64_t when_usec = 0;  // CLOCK_REALTIME, microseconds since the epoch
+  std::string component;   // the logger name: "kubelet", "claims", "imex", …
+  std::string message;
+  bool operator==(const ErrorRecord&) const = default;
+};
+
+struct StatusSnapshot {
+  std::string version;
+  std::string node_name;
+  bool ready = false;  // READY=1 has been sent
+  std::vector<DriverStatus> drivers;
+  std::vector<DeviceStatus> devices;
+  std::vector<ClaimStatus> claims;
+  ImexStatus imex;
+  std::vector<ErrorRecord> last_errors;  // newest last; the agent keeps at most kMaxErrors
+  bool operator==(const StatusSnapshot&) const = default;
+
+  static constexpr size_t kMaxErrors = 32;
+};
+
+}  // namespace nvdra::systemd_bus

@@ -1,0 +1,142 @@
+// StatusService end to end on a private dbus-daemon: nvdractl's client reads back exactly the
+// snapshot the service published, GetClaim answers per uid, and the property list is stable.
+#include "agent/systemd_bus/status_service.hpp"
+
+#include <gtest/gtest.h>
+#include <systemd/sd-bus.h>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <thread>
+
+#include "agent/ctl/status_client.hpp"
+#include "agent/systemd_bus/status_codec.hpp"
+#include "test/systemd/bus_test_loop.hpp"
+#include "test/systemd/private_bus.hpp"
+#include "test/systemd/sample_snapshot.hpp"
+
+namespace asio = boost::asio;
+using namespace nvdra::systemd_bus;
+using nvdra::test::run_until;
+
+namespace {
+
+class ServiceOnPrivateBus : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    service_.update(nvdra::test::sample_snapshot());
+    asio::co_spawn(io_, service_.run(),
+                   asio::bind_cancellation_slot(stop_.slot(), [this](std::exception_ptr) { ended_ = true; }));
+    ASSERT_TRUE(run_until(io_, [this] { return service_.owns_name(); }));
+  }
+  void TearDown() override {
+    stop_.emit(asio::cancellation_type::all);
+    EXPECT_TRUE(run_until(io_, [this] { return ended_; }));
+  }
+  // Runs a blocking client on its own thread while the service answers on this one.
+  template <class Fn>
+  auto blocking(Fn fn) {
+    std::optional<decltype(fn())> out;
+    std::thread t([&] { out.emplace(fn()); });
+    const bool done = run_until(io_, [&] { return out.has_value(); });
+    t.join();
+    EXPECT_TRUE(done);
+    return std::move(*out);
+  }
+
+  nvdra::test::PrivateBus bus_;
+  asio::io_context io_;
+  StatusService service_{io_.get_executor(), BusEndpoint{BusEndpoint::Kind::kAddress, bus_.address()}};
+  asio::cancellation_signal stop_;
+  bool ended_ = false;
+};
+
+}  // namespace
+
+TEST_F(ServiceOnPrivateBus, ClientReadsBackExactlyThePublishedSnapshot) {
+  auto got = blocking([this] { return nvdra::ctl::fetch_status({bus_.address(), 5000}); });
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(*got, nvdra::test::sample_snapshot());
+}
+
+TEST_F(ServiceOnPrivateBus, ClientSeesTheLatestUpdate) {
+  auto snap = nvdra::test::sample_snapshot();
+  snap.devices[0].health = kHealthUnhealthy;
+  snap.claims.clear();
+  service_.update(snap);
+  auto got = blocking([this] { return nvdra::ctl::fetch_status({bus_.address(), 5000}); });
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(got->devices[0].health, "Unhealthy");
+  EXPECT_TRUE(got->claims.empty());
+}
+
+TEST_F(ServiceOnPrivateBus, GetClaimAnswersKnownUidsAndNamesUnknownOnes) {
+  auto call = [this](const char* uid) {
+    return blocking([this, uid]() -> std::pair<std::string, ClaimStatus> {
+      sd_bus* b = nullptr;
+      sd_bus_new(&b);
+      sd_bus_set_address(b, bus_.address().c_str());
+      sd_bus_set_bus_client(b, 1);
+      sd_bus_start(b);
+      sd_bus_error err = SD_BUS_ERROR_NULL;
+      sd_bus_message* reply = nullptr;
+      const int r = sd_bus_call_method(b, kStatusBusName, kStatusObjectPath, kStatusInterface, "GetClaim", &err,
+                                       &reply, "s", uid);
+      std::pair<std::string, ClaimStatus> out;
+      if (r < 0) {
+        out.first = std::string(err.name ? err.name : "") + ": " + (err.message ? err.message : "");
+      } else {
+        auto m = nvdra::systemd_bus::Message::adopt(reply);
+        reply = nullptr;
+        auto c = decode_claim(m);
+        if (c) out.second = *c;
+        else out.first = c.error().message;
+      }
+      sd_bus_error_free(&err);
+      sd_bus_message_unref(reply);
+      sd_bus_flush_close_unref(b);
+      return out;
+    });
+  };
+  const auto known = call("0b6e1c2a-0000-4000-8000-000000000001");
+  EXPECT_EQ(known.first, "");
+  EXPECT_EQ(known.second, nvdra::test::sample_snapshot().claims[0]);
+  const auto unknown = call("no-such-uid");
+  EXPECT_EQ(unknown.first,
+            "io.nvdra.Agent1.Error.NotFound: no prepared claim with uid \"no-such-uid\" on this node");
+}
+
+TEST_F(ServiceOnPrivateBus, ClientSaysTheAgentIsNotRunningWhenNobodyOwnsTheName) {
+  stop_.emit(asio::cancellation_type::all);
+  ASSERT_TRUE(run_until(io_, [this] { return ended_; }));
+  auto got = blocking([this] { return nvdra::ctl::fetch_status({bus_.address(), 5000}); });
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code, nvdra::ErrorCode::kUnavailable);
+  EXPECT_NE(got.error().message.find("the nvdra agent is not running"), std::string::npos) << got.error().message;
+  // TearDown emits again: harmless once the task has ended.
+}
+
+TEST(StatusCodec, ChangedPropertiesListsOnlyWhatDiffers) {
+  const auto a = nvdra::test::sample_snapshot();
+  auto b = a;
+  EXPECT_TRUE(changed_properties(a, b).empty());
+  b.drivers[1].registration = kRegistrationFailed;
+  b.imex.sub_state = "dead";
+  b.last_errors.push_back({1, "imex", "nvidia-imex.service stopped"});
+  const auto changed = changed_properties(a, b);
+  ASSERT_EQ(changed.size(), 3u);
+  EXPECT_STREQ(changed[0], "Drivers");
+  EXPECT_STREQ(changed[1], "ImexSubState");
+  EXPECT_STREQ(changed[2], "LastErrors");
+}
+
+TEST(StatusCodec, EveryPropertyHasADistinctNameAndASignature) {
+  std::set<std::string> names;
+  for (const auto& p : status_properties()) {
+    EXPECT_TRUE(names.insert(p.name).second) << p.name;
+    EXPECT_NE(std::string(p.signature), "");
+  }
+  EXPECT_EQ(names.size(), 11u);
+}
