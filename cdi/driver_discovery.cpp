@@ -80,14 +80,6 @@ void find_firmware(const std::string& root, DriverInventory& inv) {
 
 }  // namespace
 
-std::string locate_libcuda(const DriverRoots& roots) {
-  for (const auto& c : library_candidates(roots.container_driver_root)) {
-    if (c.name != "libcuda.so.1") continue;
-    if (auto real = resolve_in_root(roots.container_driver_root, c.path)) return *real;
-  }
-  return {};
-}
-
 Result<DriverInventory> discover_driver(const DriverRoots& roots) {
   const std::string& root = roots.container_driver_root;
   auto libs = discover_libraries(root);
@@ -95,6 +87,7 @@ Result<DriverInventory> discover_driver(const DriverRoots& roots) {
   DriverInventory inv;
   inv.version = libs->version;
   inv.libcuda = libs->libcuda;
+  inv.libcuda_link = libs->libcuda_link;
   inv.libraries = std::move(libs->libraries);
   inv.library_links = std::move(libs->links);
   for (const auto& alternatives : kConfigFiles) {
@@ -124,7 +117,8 @@ DriverDiscovery::DriverDiscovery(DriverRoots roots) : roots_(std::move(roots)) {
 
 Result<std::shared_ptr<const DriverInventory>> DriverDiscovery::current() {
   std::lock_guard lock(mu_);
-  if (cached_ && locate_libcuda(roots_) == cached_->libcuda) return cached_;
+  if (cached_ && resolve_in_root(roots_.container_driver_root, cached_->libcuda_link) == cached_->libcuda)
+    return cached_;
   auto found = discover_driver(roots_);
   if (!found) return found.error();
   if (cached_ && cached_->version != found->version)

@@ -41,6 +41,7 @@ struct DriverFile {
 struct DriverInventory {
   std::string version;                   // "580.95.05", from libcuda.so.<version>
   std::string libcuda;                   // the real libcuda file
+  std::string libcuda_link;              // the libcuda.so.1 it was found by (cache check)
   std::vector<std::string> libraries;    // real files named *.so.<version>, sorted
   std::vector<DriverLink> library_links; // sorted by link
   std::vector<DriverFile> config_files;  // Vulkan/EGL/OpenCL ICD and layer files
@@ -55,12 +56,8 @@ struct DriverInventory {
 // One full discovery, uncached.
 Result<DriverInventory> discover_driver(const DriverRoots& roots);
 
-// The libcuda.so.1 that discovery would use, resolved inside the root ("" if none): cheap, so the
-// cache can tell whether the driver changed.
-std::string locate_libcuda(const DriverRoots& roots);
-
-// Cached discovery. current() returns the last inventory while libcuda still resolves to the same
-// file (same driver version) and rediscovers when it changed. Thread-safe: concurrent callers
+// Cached discovery. current() returns the last inventory while its libcuda.so.1 still resolves to
+// the same file (one path walk: same driver version) and rediscovers when it changed. Thread-safe: concurrent callers
 // serialise on a mutex; blocking (worker pool).
 class DriverDiscovery {
  public:

@@ -116,6 +116,10 @@ TEST(DriverDiscovery, CachedUntilTheDriverVersionChanges) {
   EXPECT_TRUE(has((*upgraded)->libraries, fake.lib_dir() + "/libcuda.so.590.10.01"));
   EXPECT_FALSE(has((*upgraded)->libraries, fake.lib_dir() + "/libcuda.so.580.95.05"));
   EXPECT_EQ((*upgraded)->firmware, std::vector<std::string>{"/lib/firmware/nvidia/590.10.01/gsp_ga10x.bin"});
+  std::filesystem::remove(fake.driver_root() + fake.lib_dir() + "/libcuda.so.1");
+  auto gone = discovery.current();
+  ASSERT_FALSE(gone.ok()) << "driver uninstalled: no stale inventory";
+  EXPECT_NE(gone.error().message.find("libcuda.so.1"), std::string::npos);
 }
 
 }  // namespace
