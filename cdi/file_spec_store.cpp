@@ -62,10 +62,15 @@ Result<std::unique_ptr<FileSpecStore>> FileSpecStore::open(std::string dir, Opti
 }
 
 Status FileSpecStore::apply(std::span<const SpecChange> changes) {
+  size_t done = 0;
   for (const auto& c : changes) {
-    if (auto s = validate_file_name(c.file_name); !s) return s;
-    auto s = c.op == SpecOp::kWrite ? write_one(c) : remove_one(c);
-    if (!s) return s;
+    auto s = validate_file_name(c.file_name);
+    if (s) s = c.op == SpecOp::kWrite ? write_one(c) : remove_one(c);
+    if (!s) {
+      if (done > 0) (void)sync_dir();  // the changes before the failure stay applied: make them durable too
+      return s;
+    }
+    ++done;
   }
   if (changes.empty()) return {};
   return sync_dir();

@@ -110,9 +110,12 @@ TEST(FileSpecStore, ABatchOfClaimsSyncsTheDirectoryOnce) {
 TEST(FileSpecStore, BadFileNamesAndAVanishedDirectoryAreErrorsNamingThePath) {
   TempDir tmp;
   auto store = FileSpecStore::open(tmp.path() + "/cdi").value();
-  auto bad = store->apply(std::vector<SpecChange>{SpecChange::write("../escape.json", "{}")});
+  auto bad = store->apply(std::vector<SpecChange>{SpecChange::write(claim("a")), SpecChange::write("../escape.json", "{}")});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("../escape.json"), std::string::npos);
+  EXPECT_EQ(store->list().value(), std::vector<std::string>{"k8s.gpu.nvidia.com-claim_a.json"})
+      << "the change before the failure stays applied";
+  EXPECT_FALSE(fs::exists(tmp.path() + "/escape.json"));
   fs::remove_all(tmp.path() + "/cdi");
   auto gone = store->write(claim("uid-4"));
   ASSERT_FALSE(gone.ok());
