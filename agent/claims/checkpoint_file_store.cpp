@@ -1,0 +1,161 @@
+#include "agent/claims/checkpoint_file_store.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace nvdra::claims {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kTempMarker = ".tmp.";
+
+Error io_error(const std::string& what, const std::string& path, int err) {
+  auto code = err == EACCES || err == EPERM ? ErrorCode::kPermissionDenied : ErrorCode::kUnavailable;
+  return Error{code, what + " " + path + ": " + std::strerror(err), {}, path};
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_;
+};
+
+Status write_all(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return io_error("cannot write", path, errno);
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return {};
+}
+
+Result<std::optional<std::string>> read_file(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) return std::optional<std::string>();
+    return io_error("cannot open checkpoint", path, errno);
+  }
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return io_error("cannot read checkpoint", path, errno);
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return std::optional<std::string>(std::move(out));
+}
+
+std::string hex32(uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FileCheckpointStore>> FileCheckpointStore::open(FileCheckpointStoreOptions options) {
+  std::error_code ec;
+  fs::create_directories(options.dir, ec);
+  if (ec) return Error{ErrorCode::kFailedPrecondition, "cannot create checkpoint directory " + options.dir + ": " + ec.message(), {}, options.dir};
+  const std::string lock_path = options.dir + "/cp.lock";
+  Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!lock) return io_error("cannot open checkpoint lock", lock_path, errno);
+  if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK)
+      return Error{ErrorCode::kFailedPrecondition,
+                   "checkpoint lock " + lock_path + " is held by another process (a second agent or the Go plugin?)",
+                   {}, lock_path};
+    return io_error("cannot lock", lock_path, errno);
+  }
+  // Temp files of a writer that died mid-write: never read, but they would pile up.
+  const std::string temp_prefix = "." + options.file_name + std::string(kTempMarker);
+  for (const auto& entry : fs::directory_iterator(options.dir, ec))
+    if (entry.path().filename().string().starts_with(temp_prefix)) fs::remove(entry.path(), ec);
+  return std::unique_ptr<FileCheckpointStore>(new FileCheckpointStore(std::move(options), lock.release()));
+}
+
+FileCheckpointStore::FileCheckpointStore(FileCheckpointStoreOptions options, int lock_fd)
+    : options_(std::move(options)), path_(options_.dir + "/" + options_.file_name), lock_fd_(lock_fd) {}
+
+FileCheckpointStore::~FileCheckpointStore() { ::close(lock_fd_); }
+
+Result<LoadedCheckpoint> FileCheckpointStore::load() {
+  auto bytes = read_file(path_);
+  if (!bytes) return std::move(bytes).error();
+  if (!*bytes) return LoadedCheckpoint{};
+  auto cp = decode_checkpoint(**bytes, path_);
+  if (cp) return LoadedCheckpoint{std::move(*cp), {}};
+  // Keep the evidence under a name that repeats for the same bytes, so restarts don't pile copies up.
+  const std::string aside = path_ + ".corrupt-" + hex32(go_checksum(**bytes));
+  Error err = std::move(cp).error();
+  if (options_.on_corrupt == CorruptCheckpointPolicy::kRefuse) {
+    if (::link(path_.c_str(), aside.c_str()) != 0 && errno != EEXIST)
+      return Error{err.code, err.message + "; also cannot keep a copy at " + aside + ": " + std::strerror(errno), {}, path_};
+    err.message += "; a copy is kept at " + aside + "; move the file away to start with no prepared claims";
+    return err;
+  }
+  if (::rename(path_.c_str(), aside.c_str()) != 0) return io_error("cannot move corrupt checkpoint aside to", aside, errno);
+  Fd dir(::open(options_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return io_error("cannot open", options_.dir, errno);
+  if (auto s = fsync_fd(dir.get(), options_.dir); !s) return s.error();
+  return LoadedCheckpoint{std::nullopt, aside};
+}
+
+Status FileCheckpointStore::save(const Checkpoint& checkpoint) { return save_bytes(encode_checkpoint(checkpoint)); }
+
+Status FileCheckpointStore::fsync_fd(int fd, const std::string& what) {
+  int rc;
+  do rc = ::fsync(fd);
+  while (rc != 0 && errno == EINTR);
+  fsyncs_.fetch_add(1, std::memory_order_relaxed);
+  if (rc != 0) return io_error("cannot fsync", what, errno);
+  return {};
+}
+
+Status FileCheckpointStore::save_bytes(const std::string& bytes) {
+  const std::string temp = options_.dir + "/." + options_.file_name + std::string(kTempMarker) +
+                           std::to_string(::getpid()) + "." + std::to_string(temp_counter_++);
+  Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd) return io_error("cannot create", temp, errno);
+  auto fail = [&](Error e) -> Status {
+    ::unlink(temp.c_str());
+    return e;
+  };
+  if (auto s = write_all(fd.get(), bytes, temp); !s) return fail(s.error());
+  if (auto s = fsync_fd(fd.get(), temp); !s) return fail(s.error());
+  if (::close(fd.release()) != 0) return fail(io_error("cannot close", temp, errno));
+  if (::rename(temp.c_str(), path_.c_str()) != 0) return fail(io_error("cannot rename onto", path_, errno));
+  // The rename is durable only once the directory entry is.
+  Fd dir(::open(options_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return io_error("cannot open", options_.dir, errno);
+  if (auto s = fsync_fd(dir.get(), options_.dir); !s) return s;
+  saves_.fetch_add(1, std::memory_order_relaxed);
+  return {};
+}
+
+CheckpointStats FileCheckpointStore::stats() const {
+  return CheckpointStats{saves_.load(std::memory_order_relaxed), fsyncs_.load(std::memory_order_relaxed)};
+}
+
+}  // namespace nvdra::claims

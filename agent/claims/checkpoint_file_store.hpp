@@ -1,0 +1,56 @@
+#pragma once
+// FileCheckpointStore — the real CheckpointStore: <dir>/checkpoint.json in the Go plugin's format
+// (checkpoint_model.hpp), replaced atomically: temp file ".checkpoint.json.tmp.<pid>.<n>" in the
+// same directory, write, fsync, rename, fsync the directory. So a reader (or a restart after
+// kill -9 or power loss) sees the old file or the new one, never a mix.
+//
+// open() creates the directory, takes an exclusive flock on <dir>/cp.lock for the store's
+// lifetime (the Go plugin's checkpoint lock: two plugins on one checkpoint would corrupt it) and
+// sweeps temp files left by a writer that died.
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "agent/claims/checkpoint_store.hpp"
+
+namespace nvdra::claims {
+
+// What load() does with a file that fails to parse or verify. Both keep the bad bytes in
+// "<file>.corrupt-<fnv32 of the bytes>".
+enum class CorruptCheckpointPolicy {
+  kRefuse,      // load() fails and the file stays (upstream: the plugin crash-loops until fixed)
+  kStartEmpty,  // the file is moved aside and load() reports no checkpoint
+};
+
+struct FileCheckpointStoreOptions {
+  std::string dir;  // <kubelet-plugins-dir>/<driver name>
+  std::string file_name = std::string(kCheckpointFileName);
+  CorruptCheckpointPolicy on_corrupt = CorruptCheckpointPolicy::kRefuse;
+};
+
+class FileCheckpointStore final : public CheckpointStore {
+ public:
+  static Result<std::unique_ptr<FileCheckpointStore>> open(FileCheckpointStoreOptions options);
+  ~FileCheckpointStore() override;
+
+  Result<LoadedCheckpoint> load() override;
+  Status save(const Checkpoint& checkpoint) override;
+  CheckpointStats stats() const override;
+  std::string location() const override { return path_; }
+
+  // Writes bytes exactly as given (atomically, durably): for tests and upgrade tooling.
+  Status save_bytes(const std::string& bytes);
+
+ private:
+  FileCheckpointStore(FileCheckpointStoreOptions options, int lock_fd);
+  Status fsync_fd(int fd, const std::string& what);
+
+  FileCheckpointStoreOptions options_;
+  std::string path_;
+  int lock_fd_;
+  uint64_t temp_counter_ = 0;
+  std::atomic<uint64_t> saves_{0};
+  std::atomic<uint64_t> fsyncs_{0};
+};
+
+}  // namespace nvdra::claims

@@ -1,0 +1,187 @@
+// Group commit: concurrent claims share fsync'd writes; each caller resumes once its own update is
+// durable; failures and cancellation leave memory no further ahead than the disk.
+#include <gtest/gtest.h>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "agent/claims/checkpoint_committer.hpp"
+#include "agent/claims/checkpoint_file_store.hpp"
+#include "agent/claims/checkpoint_memory_store.hpp"
+#include "agent/runtime/worker_pool.hpp"
+#include "test/claims/temp_dir.hpp"
+
+namespace nvdra::claims {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+ClaimUpdate started(const std::string& uid) {
+  CheckpointedClaim c;
+  c.name = "claim-" + uid;
+  c.ns = "default";
+  return ClaimUpdate{uid, c};
+}
+
+// Runs `n` coroutines made by make(i) on `io` and returns their statuses once all have finished.
+template <class Make>
+std::vector<Status> run_all(asio::io_context& io, int n, Make make) {
+  // A previous run may have stopped the context (explicitly, or by running out of work).
+  io.restart();
+  std::vector<Status> out(static_cast<std::size_t>(n));
+  int done = 0;
+  auto guard = asio::make_work_guard(io);
+  for (int i = 0; i < n; ++i)
+    asio::co_spawn(io, make(i), [&, i](std::exception_ptr e, Status s) {
+      if (e) std::rethrow_exception(e);
+      out[static_cast<std::size_t>(i)] = std::move(s);
+      if (++done == n) io.stop();
+    });
+  io.run_for(30s);
+  EXPECT_EQ(done, n) << "every caller finished before the deadline";
+  return out;
+}
+
+TEST(CheckpointCommitter, SixtyFourConcurrentClaimsShareAFewFsyncs) {
+  testing::TempDir tmp;
+  auto store = FileCheckpointStore::open({tmp.path()}).value();
+  runtime::WorkerPool pool(2);
+  asio::io_context io;
+  CheckpointCommitter committer(io.get_executor(), pool, *store, Checkpoint{});
+  auto statuses = run_all(io, 64, [&](int i) { return committer.commit({started("uid-" + std::to_string(i))}); });
+  for (const auto& s : statuses) EXPECT_TRUE(s.ok());
+  EXPECT_LT(store->stats().fsyncs, 64u) << "writes: " << committer.writes();
+  EXPECT_LT(committer.writes(), 64u);
+  EXPECT_EQ(committer.durable().claims.size(), 64u);
+  auto reopened_dir = store->load();
+  ASSERT_TRUE(reopened_dir.ok());
+  EXPECT_EQ(reopened_dir->checkpoint->claims.size(), 64u) << "every acknowledged update is on disk";
+}
+
+TEST(CheckpointCommitter, SequentialCommitsAreEachDurableBeforeTheCallerResumes) {
+  MemoryCheckpointStore store;
+  runtime::WorkerPool pool(1);
+  asio::io_context io;
+  CheckpointCommitter committer(io.get_executor(), pool, store, Checkpoint{});
+  auto statuses = run_all(io, 1, [&](int) -> asio::awaitable<Status> {
+    auto a = co_await committer.commit({started("a")});
+    if (!a) co_return a;
+    EXPECT_EQ(store.load()->checkpoint->claims.count("a"), 1u) << "durable when commit returns";
+    auto erase = co_await committer.commit({ClaimUpdate{"a", std::nullopt}});
+    EXPECT_TRUE(store.load()->checkpoint->claims.empty());
+    co_return erase;
+  });
+  EXPECT_TRUE(statuses[0].ok());
+  EXPECT_EQ(committer.writes(), 2u);
+  EXPECT_EQ(store.stats().saves, 2u);
+}
+
+TEST(CheckpointCommitter, FailedSaveFailsItsCallersAndDropsTheirUpdatesFromMemory) {
+  MemoryCheckpointStore store;
+  runtime::WorkerPool pool(1);
+  asio::io_context io;
+  CheckpointCommitter committer(io.get_executor(), pool, store, Checkpoint{});
+  store.fail_next_saves(1);
+  auto first = run_all(io, 1, [&](int) { return committer.commit({started("a")}); });
+  ASSERT_FALSE(first[0].ok());
+  EXPECT_NE(first[0].error().message.find("injected failure"), std::string::npos);
+  EXPECT_TRUE(committer.current().claims.empty()) << "memory does not run ahead of the disk";
+  auto second = run_all(io, 1, [&](int) { return committer.commit({started("b")}); });
+  ASSERT_TRUE(second[0].ok());
+  EXPECT_EQ(store.load()->checkpoint->claims.size(), 1u);
+  EXPECT_EQ(store.load()->checkpoint->claims.count("b"), 1u);
+}
+
+// A store whose saves wait until the test opens the gate.
+class GatedStore final : public CheckpointStore {
+ public:
+  Result<LoadedCheckpoint> load() override { return inner_.load(); }
+  Status save(const Checkpoint& cp) override {
+    {
+      std::unique_lock lock(mu_);
+      ++waiting_;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return open_; });
+    }
+    return inner_.save(cp);
+  }
+  CheckpointStats stats() const override { return inner_.stats(); }
+  std::string location() const override { return "gated"; }
+  void open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  void wait_for_save() {
+    std::unique_lock lock(mu_);
+    ASSERT_TRUE(cv_.wait_for(lock, 10s, [&] { return waiting_ > 0; }));
+  }
+
+ private:
+  MemoryCheckpointStore inner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int waiting_ = 0;
+  bool open_ = false;
+};
+
+TEST(CheckpointCommitter, CancelledCallerReturnsAtOnceAndItsUpdateIsStillWritten) {
+  GatedStore store;
+  runtime::WorkerPool pool(1);
+  asio::io_context io;
+  auto guard = asio::make_work_guard(io);
+  CheckpointCommitter committer(io.get_executor(), pool, store, Checkpoint{});
+  asio::cancellation_signal cancel;
+  std::optional<Status> result;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        // Leave room to return normally after the cancellation (Asio 1.81, see worker_pool.hpp).
+        co_await asio::this_coro::throw_if_cancelled(false);
+        result = co_await committer.commit({started("a")});
+      },
+      asio::bind_cancellation_slot(cancel.slot(), asio::detached));
+  io.poll();
+  store.wait_for_save();
+  cancel.emit(asio::cancellation_type::terminal);
+  io.poll();
+  ASSERT_TRUE(result.has_value()) << "the caller resumed while the save was still blocked";
+  EXPECT_EQ(result->error().code, ErrorCode::kCancelled);
+  store.open();
+  bool flushed = false;
+  asio::co_spawn(
+      io, [&]() -> asio::awaitable<void> { co_await committer.flush(); flushed = true; io.stop(); }, asio::detached);
+  io.run_for(10s);
+  EXPECT_TRUE(flushed);
+  EXPECT_EQ(store.load()->checkpoint->claims.count("a"), 1u);
+}
+
+TEST(CheckpointCommitter, UpdatesOfOneCallAreWrittenTogether) {
+  MemoryCheckpointStore store;
+  runtime::WorkerPool pool(1);
+  asio::io_context io;
+  Checkpoint initial;
+  initial.claims["old"] = started("old").claim.value();
+  CheckpointCommitter committer(io.get_executor(), pool, store, initial);
+  auto s = run_all(io, 1, [&](int) {
+    return committer.commit({started("x"), started("y"), ClaimUpdate{"old", std::nullopt}});
+  });
+  ASSERT_TRUE(s[0].ok());
+  EXPECT_EQ(store.stats().saves, 1u);
+  const auto& claims = store.load()->checkpoint->claims;
+  EXPECT_EQ(claims.size(), 2u);
+  EXPECT_EQ(claims.count("old"), 0u);
+}
+
+}  // namespace
+}  // namespace nvdra::claims

@@ -1,0 +1,138 @@
+// FileCheckpointStore: durable round trip, corrupt files kept aside, the lock, temp-file sweep.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "agent/claims/checkpoint_file_store.hpp"
+#include "agent/claims/checkpoint_memory_store.hpp"
+#include "test/claims/temp_dir.hpp"
+
+namespace nvdra::claims {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+Checkpoint sample() {
+  Checkpoint cp;
+  cp.node_boot_id = "boot-1";
+  CheckpointedClaim c;
+  c.name = "claim-a";
+  c.ns = "default";
+  cp.claims["uid-a"] = c;
+  return cp;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void write(const std::string& path, const std::string& data) { std::ofstream(path, std::ios::binary) << data; }
+
+std::vector<std::string> names(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(FileCheckpointStore, MissingFileLoadsAsNoCheckpoint) {
+  TempDir tmp;
+  auto store = FileCheckpointStore::open({tmp.path() + "/gpu.nvidia.com"}).value();
+  auto loaded = store->load();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_FALSE(loaded->checkpoint.has_value());
+}
+
+TEST(FileCheckpointStore, SavedCheckpointLoadsBackFromAnotherStore) {
+  TempDir tmp;
+  {
+    auto store = FileCheckpointStore::open({tmp.path()}).value();
+    ASSERT_TRUE(store->save(sample()).ok());
+    EXPECT_EQ(store->stats().saves, 1u);
+    EXPECT_EQ(store->stats().fsyncs, 2u) << "the file and its directory";
+  }
+  auto store = FileCheckpointStore::open({tmp.path()}).value();
+  auto loaded = store->load();
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  EXPECT_EQ(*loaded->checkpoint, sample());
+  EXPECT_EQ(read(tmp.path() + "/checkpoint.json"), encode_checkpoint(sample()));
+  EXPECT_EQ(names(tmp.path()), (std::vector<std::string>{"checkpoint.json", "cp.lock"})) << "no temp files left";
+}
+
+TEST(FileCheckpointStore, CorruptFileIsRefusedAndACopyKeptAside) {
+  TempDir tmp;
+  write(tmp.path() + "/checkpoint.json", encode_checkpoint(sample()).substr(0, 40));
+  auto store = FileCheckpointStore::open({tmp.path()}).value();
+  auto loaded = store->load();
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.error().message.find(tmp.path() + "/checkpoint.json is corrupt"), std::string::npos);
+  EXPECT_NE(loaded.error().message.find("a copy is kept at " + tmp.path() + "/checkpoint.json.corrupt-"),
+            std::string::npos)
+      << loaded.error().message;
+  EXPECT_TRUE(fs::exists(tmp.path() + "/checkpoint.json")) << "the file stays until an operator acts";
+  EXPECT_FALSE(store->load().ok()) << "and keeps failing";
+  EXPECT_EQ(names(tmp.path()).size(), 3u) << "one aside copy, however often it is loaded";
+}
+
+TEST(FileCheckpointStore, StartEmptyPolicyMovesTheCorruptFileAside) {
+  TempDir tmp;
+  const std::string bad = R"({"checksum":1,"v1":{}})";
+  write(tmp.path() + "/checkpoint.json", bad);
+  FileCheckpointStoreOptions opts{tmp.path()};
+  opts.on_corrupt = CorruptCheckpointPolicy::kStartEmpty;
+  auto store = FileCheckpointStore::open(opts).value();
+  auto loaded = store->load();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_FALSE(loaded->checkpoint.has_value());
+  ASSERT_FALSE(loaded->moved_aside.empty());
+  EXPECT_EQ(read(loaded->moved_aside), bad);
+  EXPECT_FALSE(fs::exists(tmp.path() + "/checkpoint.json"));
+}
+
+TEST(FileCheckpointStore, SecondStoreOnTheSameDirectoryIsRefused) {
+  TempDir tmp;
+  auto first = FileCheckpointStore::open({tmp.path()});
+  ASSERT_TRUE(first.ok());
+  auto second = FileCheckpointStore::open({tmp.path()});
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.error().message.find("cp.lock is held by another process"), std::string::npos);
+}
+
+TEST(FileCheckpointStore, TempFilesOfADeadWriterAreSweptOnOpen) {
+  TempDir tmp;
+  write(tmp.path() + "/.checkpoint.json.tmp.999.0", "half");
+  write(tmp.path() + "/.unrelated", "keep");
+  auto store = FileCheckpointStore::open({tmp.path()}).value();
+  EXPECT_EQ(names(tmp.path()), (std::vector<std::string>{".unrelated", "cp.lock"}));
+}
+
+TEST(FileCheckpointStore, FailedRenameReportsThePathAndLeavesNoTempFile) {
+  TempDir tmp;
+  auto store = FileCheckpointStore::open({tmp.path()}).value();
+  // A non-empty directory where the file should be: rename(2) fails whoever we run as.
+  fs::create_directories(tmp.path() + "/checkpoint.json/x");
+  auto s = store->save(sample());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("cannot rename onto " + tmp.path() + "/checkpoint.json"), std::string::npos)
+      << s.error().message;
+  EXPECT_EQ(store->stats().saves, 0u);
+  EXPECT_EQ(names(tmp.path()), (std::vector<std::string>{"checkpoint.json", "cp.lock"}));
+}
+
+TEST(MemoryCheckpointStore, RoundTripsThroughTheEncodingAndInjectsFailures) {
+  MemoryCheckpointStore store;
+  EXPECT_FALSE(store.load()->checkpoint.has_value());
+  ASSERT_TRUE(store.save(sample()).ok());
+  EXPECT_EQ(*store.load()->checkpoint, sample());
+  store.fail_next_saves(1);
+  EXPECT_FALSE(store.save(Checkpoint{}).ok());
+  EXPECT_EQ(*store.load()->checkpoint, sample());
+  MemoryCheckpointStore corrupt("{");
+  EXPECT_FALSE(corrupt.load().ok());
+}
+
+}  // namespace
+}  // namespace nvdra::claims
