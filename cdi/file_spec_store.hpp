@@ -1,7 +1,8 @@
 #pragma once
 // The real SpecStore: files in --cdi-root, written as a temp file in the same directory
 // (".<name>.tmp.<pid>.<n>", a name no CDI consumer loads), fsync, rename over the final name,
-// then one fsync of the directory per apply() batch. A crash at any point leaves the old file or
+// then one fsync of the directory per apply() batch (writes of a batch are staged and synced
+// together before any rename, so a failure before the renames applies nothing). A crash at any point leaves the old file or
 // the new one; stray temp files are removed by open(). See spec_store.hpp for the contract.
 #include <atomic>
 #include <functional>
@@ -9,10 +10,13 @@
 #include <string>
 
 #include "cdi/spec_store.hpp"
+#include "cdi/unique_fd.hpp"
 
 namespace nvdra::cdi {
 
 // Points in one write, for crash tests (FileSpecStore::Options::on_step).
+enum class BatchSync { kPerFileFsync, kSyncfs };
+
 enum class WriteStep { kTempOpened, kHalfWritten, kWritten, kFileSynced, kRenamed, kDirSynced };
 
 class FileSpecStore final : public SpecStore {
@@ -20,6 +24,10 @@ class FileSpecStore final : public SpecStore {
   struct Options {
     // Mode of new spec files; upstream writes 0644 so the runtime (any user) can read them.
     unsigned file_mode = 0644;
+    // How a batch of several writes reaches the disk before its renames: an fsync per file, or
+    // one syncfs() of the file system (one device flush for the batch; it also flushes other
+    // files' dirty data, so it suits a CDI root on a quiet file system such as /var/run).
+    BatchSync batch_sync = BatchSync::kPerFileFsync;
     // Test hook, called at each step of each write (file name given); may kill the process.
     std::function<void(WriteStep, const std::string&)> on_step;
   };
@@ -36,8 +44,11 @@ class FileSpecStore final : public SpecStore {
 
  private:
   FileSpecStore(std::string dir, Options options) : dir_(std::move(dir)), options_(std::move(options)) {}
-  Status write_one(const SpecChange& change);
-  Status remove_one(const SpecChange& change);
+  struct Staged {
+    std::string temp_path;  // "" once renamed (nothing to clean up)
+    UniqueFd fd;
+  };
+  Status stage(const SpecChange& change, Staged& out);
   Status sync_dir();
   void step(WriteStep s, const std::string& name) const {
     if (options_.on_step) options_.on_step(s, name);

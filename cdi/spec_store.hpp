@@ -9,8 +9,8 @@
 // - apply() returns once every change in the batch is durable. Batching several claims' changes
 //   into one apply() is the group-commit hook: the real store then syncs the directory once for
 //   the batch instead of once per file.
-// - On error apply() stops at the failing change and returns its error (naming the file); the
-//   changes before it stay applied. Writes and removals are idempotent, so a retry converges.
+// - On error apply() stops and returns the error (naming the file); changes before the failing
+//   one may stay applied. Writes and removals are idempotent, so a retry converges.
 // - Removing a missing file succeeds.
 // - Blocking (fsync): call from the worker pool, never the io_context thread. All methods are
 //   thread-safe; concurrent changes to different files are independent, concurrent changes to

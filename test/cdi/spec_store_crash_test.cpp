@@ -78,6 +78,35 @@ INSTANTIATE_TEST_SUITE_P(EveryStep, CrashAtStep,
                          ::testing::Values(WriteStep::kTempOpened, WriteStep::kHalfWritten, WriteStep::kWritten,
                                            WriteStep::kFileSynced, WriteStep::kRenamed, WriteStep::kDirSynced));
 
+TEST(SpecStoreCrash, KillBetweenTheRenamesOfASyncfsBatchLeavesEachFileOldOrNew) {
+  testing::TempDir tmp;
+  const std::string other = "k8s.gpu.nvidia.com-claim_other.json";
+  auto store = FileSpecStore::open(tmp.path()).value();
+  ASSERT_TRUE(store->apply(std::vector<SpecChange>{SpecChange::write(kFile, version(1)),
+                                                   SpecChange::write(other, version(1))})
+                  .ok());
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    FileSpecStore::Options opts;
+    opts.batch_sync = BatchSync::kSyncfs;
+    opts.on_step = [](WriteStep s, const std::string&) {
+      if (s == WriteStep::kRenamed) ::raise(SIGKILL);  // after the first rename
+    };
+    auto child = FileSpecStore::open(tmp.path(), opts);
+    if (child.ok())
+      (void)(*child)->apply(std::vector<SpecChange>{SpecChange::write(kFile, version(2)),
+                                                    SpecChange::write(other, version(3))});
+    ::_exit(0);
+  }
+  int status = wait_child(pid);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(store->read(kFile).value(), version(2));
+  EXPECT_EQ(store->read(other).value(), version(1));
+  ASSERT_TRUE(FileSpecStore::open(tmp.path()).ok());
+  EXPECT_TRUE(temp_files(tmp.path()).empty());
+}
+
 TEST(SpecStoreCrash, RandomKillsOfARewriteLoopNeverTearTheFile) {
   testing::TempDir tmp;
   std::mt19937 rng(20240501);
