@@ -8,6 +8,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <csignal>
 #include <cstdio>
 
@@ -17,6 +20,8 @@
 namespace asio = boost::asio;
 
 int main() {
+  // stdout carries the "serving"/"updated" lines the test waits for; logs go to stderr.
+  spdlog::set_default_logger(spdlog::stderr_logger_mt("fixture"));
   asio::io_context io(1);
   nvdra::systemd_bus::StatusService service(io.get_executor());
   service.update(nvdra::test::sample_snapshot());
