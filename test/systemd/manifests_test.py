@@ -1,0 +1,142 @@
+"""Renders each kustomize overlay in contrib/kubernetes with `kubectl kustomize` and checks it:
+every object whose kind the real OpenAPI documents cover validates (strictly) against them, the
+DaemonSet's pod template against core/v1 PodTemplateSpec, RBAC grants exactly the verbs the agent
+uses, the DeviceClasses carry upstream's CEL, the CRD is upstream's, and the host-managed overlay
+renders no daemon DeviceClass and no daemon RBAC."""
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(__file__))
+from openapi_validator import OPENAPI_DIR, OpenApiValidator  # noqa: E402
+
+SRC = os.environ.get("NVDRA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+KUSTOMIZE = os.path.join(SRC, "contrib", "kubernetes")
+CRD = os.path.join(OPENAPI_DIR, "..", "upstream-crds", "resource.nvidia.com_computedomains.yaml")
+
+# upstream-driver.md §10.3, verbatim.
+CEL = {
+    "gpu.nvidia.com": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
+    "mig.nvidia.com": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'",
+    "vfio.gpu.nvidia.com":
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'vfio'",
+    "compute-domain-default-channel.nvidia.com":
+        "device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == "
+        "'channel' && device.attributes['compute-domain.nvidia.com'].id == 0",
+}
+AGENT_RULES = {
+    ("resource.k8s.io", "resourceslices"): ["get", "list", "watch", "create", "update", "delete"],
+    ("resource.k8s.io", "resourceclaims"): ["get", "list", "watch"],
+    ("", "nodes"): ["get"],
+}
+LEASE_RULES = {("coordination.k8s.io", "leases"): ["get", "create", "update"]}
+CONTROLLER_RULES = {
+    ("resource.nvidia.com", "computedomains"): ["get", "list", "watch", "update"],
+    ("resource.nvidia.com", "computedomains/status"): ["update"],
+    ("resource.k8s.io", "resourceclaimtemplates"): ["create", "get", "list", "watch", "delete"],
+}
+
+
+def render(overlay):
+    out = subprocess.run(["kubectl", "kustomize", os.path.join(KUSTOMIZE, "overlays", overlay)],
+                         capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise AssertionError(f"kubectl kustomize {overlay} failed: {out.stderr}")
+    return [o for o in yaml.safe_load_all(out.stdout) if o]
+
+
+def rules_of(objs, kind, name):
+    role = next(o for o in objs if o["kind"] == kind and o["metadata"]["name"] == name)
+    return {(g, r): rule["verbs"] for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+
+
+def env_of(objs):
+    ds = next(o for o in objs if o["kind"] == "DaemonSet")
+    return {e["name"]: e.get("value") for e in ds["spec"]["template"]["spec"]["containers"][0]["env"]}
+
+
+@unittest.skipUnless(shutil.which("kubectl"), "kubectl (with kustomize) is not installed")
+class Overlays(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.v135 = OpenApiValidator(["api__v1_openapi.json", "apis__resource.k8s.io__v1_openapi.json",
+                                     "apis__coordination.k8s.io__v1_openapi.json"])
+        cls.v134 = OpenApiValidator([os.path.join("v1.34", "apis__resource.k8s.io__v1_openapi.json")])
+        cls.rendered = {o: render(o) for o in ("gpu-only", "gpu-host-managed-imex")}
+
+    def test_validator_rejects_an_unknown_field(self):
+        bad = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "x"},
+               "spec": {"selectors": [{"cell": {"expression": "true"}}]}}
+        self.assertTrue(self.v135.validate(bad))
+
+    def test_every_covered_object_validates_against_the_openapi_documents(self):
+        for overlay, objs in self.rendered.items():
+            covered = 0
+            for obj in objs:
+                where = f'{overlay}: {obj["kind"]} {obj["metadata"]["name"]}'
+                for validator in (self.v135, self.v134):
+                    if validator.covers(obj):
+                        covered += 1
+                        self.assertEqual(validator.validate(obj), [], where)
+                if obj["kind"] == "DaemonSet":
+                    covered += 1
+                    self.assertEqual(self.v135.validate_as(obj["spec"]["template"], "io.k8s.api.core.v1.PodTemplateSpec"),
+                                     [], where)
+                    labels = obj["spec"]["template"]["metadata"]["labels"]
+                    for k, v in obj["spec"]["selector"]["matchLabels"].items():
+                        self.assertEqual(labels.get(k), v, f"{where}: selector does not match the template")
+            self.assertGreaterEqual(covered, 6, overlay)
+
+    def test_device_classes_carry_upstreams_cel_and_no_daemon_class(self):
+        expect = {"gpu-only": ["gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com"],
+                  "gpu-host-managed-imex": sorted(CEL)}
+        for overlay, objs in self.rendered.items():
+            classes = {o["metadata"]["name"]: o for o in objs if o["kind"] == "DeviceClass"}
+            self.assertEqual(sorted(classes), sorted(expect[overlay]), overlay)
+            for name, dc in classes.items():
+                self.assertEqual([s["cel"]["expression"] for s in dc["spec"]["selectors"]], [CEL[name]], name)
+            self.assertEqual(classes["gpu.nvidia.com"]["spec"].get("extendedResourceName"), "nvidia.com/gpu")
+
+    def test_rbac_grants_exactly_the_verbs_the_agent_uses(self):
+        for overlay, objs in self.rendered.items():
+            self.assertEqual(rules_of(objs, "ClusterRole", "nvdra-agent"), AGENT_RULES, overlay)
+            self.assertEqual(rules_of(objs, "Role", "nvdra-agent-leases"), LEASE_RULES, overlay)
+            role = next(o for o in objs if o["kind"] == "Role")
+            self.assertEqual(role["metadata"]["namespace"], "nvdra")
+        self.assertEqual(rules_of(self.rendered["gpu-host-managed-imex"], "ClusterRole", "nvdra-controller"),
+                         CONTROLLER_RULES)
+        self.assertFalse([o for o in self.rendered["gpu-only"] if o["metadata"]["name"] == "nvdra-controller"])
+
+    def test_host_managed_overlay_renders_no_daemon_objects(self):
+        for obj in self.rendered["gpu-host-managed-imex"]:
+            text = yaml.safe_dump(obj)
+            self.assertNotIn("compute-domain-daemon", text, obj["metadata"]["name"])
+            for rule in obj.get("rules", []):
+                self.assertNotIn("daemonsets", rule["resources"])
+                self.assertNotIn("computedomaincliques", rule["resources"])
+
+    def test_agent_environment_matches_each_overlay(self):
+        gpu = env_of(self.rendered["gpu-only"])
+        self.assertEqual((gpu["NVDRA_DRIVERS"], gpu["FEATURE_GATES"]), ("gpu", ""))
+        hm = env_of(self.rendered["gpu-host-managed-imex"])
+        self.assertEqual((hm["NVDRA_DRIVERS"], hm["FEATURE_GATES"]), ("gpu,compute-domain", "HostManagedIMEX=true"))
+        ds = next(o for o in self.rendered["gpu-host-managed-imex"] if o["kind"] == "DaemonSet")
+        mounts = {m["mountPath"] for m in ds["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]}
+        self.assertTrue({"/etc/nvidia-imex", "/run/dbus", "/var/lib/kubelet/plugins"} <= mounts)
+
+    def test_computedomain_crd_is_upstreams(self):
+        with open(CRD) as f:
+            upstream = yaml.safe_load(f)
+        crds = [o for o in self.rendered["gpu-host-managed-imex"] if o["kind"] == "CustomResourceDefinition"]
+        self.assertEqual(len(crds), 1)
+        self.assertEqual(crds[0]["spec"], upstream["spec"])
+        self.assertEqual(crds[0]["metadata"]["name"], "computedomains.resource.nvidia.com")
+        self.assertFalse([o for o in self.rendered["gpu-only"] if o["kind"] == "CustomResourceDefinition"])
+
+
+if __name__ == "__main__":
+    unittest.main()
