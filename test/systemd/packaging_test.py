@@ -1,6 +1,6 @@
 """Checks on what the Debian package ships. Always: every agent option is documented in the
 conffile and the man page, the documented values are accepted, and the unit passes
-`systemd-analyze verify`. With NVDRA_TEST_DEB=1 (CTest label "deb"): build the .deb with
+`systemd-analyze verify`. With NVDRA_TEST_DEB=1 (`NVDRA_TEST_DEB=1 ctest -L deb`): build the .deb with
 dpkg-buildpackage, check its contents, run lintian (no errors, no warnings) and verify the unit
 as installed from the package."""
 import os

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Builds the nvdra-agent OCI image with no container engine and no registry: a Debian 12 (bookworm)
+# minbase rootfs from Debian's mirror (debootstrap) with the runtime libraries the built binaries
+# link against, the binaries copied in, packed as an OCI image layout with umoci and tarred.
+#
+#   contrib/image/build-oci.sh [OUT_DIR]     (root; needs debootstrap, umoci and the mirror)
+# Env: NVDRA_BUILD_DIR (default build/, must hold agent/nvdra-agent and agent/ctl/nvdractl),
+#      DEBIAN_MIRROR (default http://deb.debian.org/debian), NVDRA_IMAGE_TAG (default 0.1.0).
+# Result: OUT_DIR/oci (image layout, tag NVDRA_IMAGE_TAG) and OUT_DIR/nvdra-agent-<tag>.oci.tar,
+# loadable with `skopeo copy oci-archive:… docker://…` or `podman load -i …`.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+out=$(realpath -m "${1:-$top/build-image}")
+build=$(realpath -m "${NVDRA_BUILD_DIR:-$top/build}")
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+tag=${NVDRA_IMAGE_TAG:-0.1.0}
+agent=$build/agent/nvdra-agent
+ctl=$build/agent/ctl/nvdractl
+
+[[ $(id -u) == 0 ]] || { echo "build-oci.sh: needs root (debootstrap, umoci unpack)" >&2; exit 2; }
+for tool in debootstrap umoci; do
+  command -v "$tool" >/dev/null || { echo "build-oci.sh: $tool is not installed (apt-get install $tool)" >&2; exit 2; }
+done
+for bin in "$agent" "$ctl"; do
+  [[ -x $bin ]] || { echo "build-oci.sh: $bin not built (cmake --build $build --target nvdra-agent nvdractl)" >&2; exit 2; }
+done
+
+# The Debian packages that own the shared libraries the binaries load.
+packages=$(ldd "$agent" "$ctl" | awk '/=> \//{print $3}' | sort -u | xargs -r dpkg -S | cut -d: -f1 | sort -u | paste -sd, -)
+echo "runtime packages: $packages"
+
+rm -rf "$out"
+mkdir -p "$out"
+rootfs=$out/rootfs
+debootstrap --variant=minbase --include="$packages" bookworm "$rootfs" "$mirror"
+install -D -m 0755 "$agent" "$rootfs/usr/sbin/nvdra-agent"
+install -D -m 0755 "$ctl" "$rootfs/usr/bin/nvdractl"
+# Nothing in the image needs the package manager's caches.
+rm -rf "$rootfs"/var/cache/apt/* "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/log/*
+
+umoci init --layout "$out/oci"
+umoci new --image "$out/oci:$tag"
+umoci unpack --image "$out/oci:$tag" "$out/bundle"
+cp -a "$rootfs/." "$out/bundle/rootfs/"
+umoci repack --image "$out/oci:$tag" "$out/bundle"
+umoci config --image "$out/oci:$tag" --config.entrypoint /usr/sbin/nvdra-agent \
+  --config.label org.opencontainers.image.title=nvdra-agent \
+  --config.label org.opencontainers.image.licenses=Apache-2.0 \
+  --config.label "org.opencontainers.image.version=$tag"
+umoci gc --layout "$out/oci"
+rm -rf "$out/bundle"
+tar -C "$out/oci" -cf "$out/nvdra-agent-$tag.oci.tar" .
+echo "image: $out/nvdra-agent-$tag.oci.tar (OCI layout $out/oci, tag $tag)"
