@@ -178,7 +178,8 @@ TEST(CheckpointCommitter, UpdatesOfOneCallAreWrittenTogether) {
   });
   ASSERT_TRUE(s[0].ok());
   EXPECT_EQ(store.stats().saves, 1u);
-  const auto& claims = store.load()->checkpoint->claims;
+  auto loaded = store.load();
+  const auto& claims = loaded->checkpoint->claims;
   EXPECT_EQ(claims.size(), 2u);
   EXPECT_EQ(claims.count("old"), 0u);
 }
