@@ -1,0 +1,197 @@
+#include "k8s/client_config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#ifndef NVDRA_VERSION
+#define NVDRA_VERSION "0.0.0"
+#endif
+
+namespace nvdra::k8s {
+namespace {
+
+Error config_error(const std::string& file, const std::string& field, std::string message) {
+  Error err = make_error(ErrorCode::kInvalidArgument, "kubeconfig " + file + ": " + std::move(message));
+  err.field = field;
+  return err;
+}
+
+Result<std::string> read_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::kFailedPrecondition, "cannot read " + what + " file " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// kubeconfig *-data fields are standard base64.
+bool base64_decode(const std::string& in, std::string& out) {
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  out.clear();
+  int bits = 0;
+  unsigned acc = 0;
+  for (char c : in) {
+    if (c == '=' || c == '\n' || c == '\r' || c == ' ') continue;
+    const int v = val(c);
+    if (v < 0) return false;
+    acc = (acc << 6) | static_cast<unsigned>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return true;
+}
+
+YAML::Node find_named(const YAML::Node& list, const std::string& name, const char* inner) {
+  if (!list || !list.IsSequence()) return {};
+  for (const auto& item : list) {
+    if (item["name"] && item["name"].as<std::string>() == name) return item[inner];
+  }
+  return {};
+}
+
+// Reads `<key>-data` (base64) or `<key>` (a path, relative to the kubeconfig's folder).
+Result<std::string> data_or_file(const YAML::Node& node, const std::string& key, const std::string& file,
+                                 const std::string& field_prefix, const std::filesystem::path& base) {
+  if (node[key + "-data"]) {
+    std::string decoded;
+    if (!base64_decode(node[key + "-data"].as<std::string>(), decoded)) {
+      return config_error(file, field_prefix + "." + key + "-data", "is not valid base64");
+    }
+    return decoded;
+  }
+  if (node[key]) {
+    std::filesystem::path p = node[key].as<std::string>();
+    if (p.is_relative()) p = base / p;
+    return read_file(p.string(), field_prefix + "." + key);
+  }
+  return std::string();
+}
+
+Status split_server(const std::string& server, const std::string& file, ClientConfig& cfg) {
+  const std::string scheme = "https://";
+  if (server.rfind(scheme, 0) != 0) {
+    return config_error(file, "clusters[].cluster.server",
+                        "server \"" + server + "\" must be an https:// URL (plain http is not supported)");
+  }
+  std::string rest = server.substr(scheme.size());
+  if (auto slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
+  if (!rest.empty() && rest.front() == '[') {  // IPv6 literal
+    const auto close = rest.find(']');
+    if (close == std::string::npos) return config_error(file, "clusters[].cluster.server", "bad IPv6 host");
+    cfg.host = rest.substr(1, close - 1);
+    if (close + 1 < rest.size() && rest[close + 1] == ':') cfg.port = rest.substr(close + 2);
+  } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
+    cfg.host = rest.substr(0, colon);
+    cfg.port = rest.substr(colon + 1);
+  } else {
+    cfg.host = rest;
+  }
+  if (cfg.host.empty()) return config_error(file, "clusters[].cluster.server", "server has no host");
+  return {};
+}
+
+}  // namespace
+
+std::string default_user_agent() { return std::string("nvdra-agent/") + NVDRA_VERSION; }
+
+Result<ClientConfig> load_kubeconfig(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::kInvalidArgument, "kubeconfig " + path + ": cannot parse: " + e.what());
+  }
+  try {
+    const auto base = std::filesystem::path(path).parent_path();
+    if (!root["current-context"]) return config_error(path, "current-context", "is not set");
+    const auto ctx_name = root["current-context"].as<std::string>();
+    const auto context = find_named(root["contexts"], ctx_name, "context");
+    if (!context) return config_error(path, "contexts", "no context named \"" + ctx_name + "\"");
+    const auto cluster_name = context["cluster"] ? context["cluster"].as<std::string>() : "";
+    const auto cluster = find_named(root["clusters"], cluster_name, "cluster");
+    if (!cluster) return config_error(path, "clusters", "no cluster named \"" + cluster_name + "\"");
+    ClientConfig cfg;
+    if (!cluster["server"]) return config_error(path, "clusters[].cluster.server", "is not set");
+    if (auto st = split_server(cluster["server"].as<std::string>(), path, cfg); !st) return st.error();
+    cfg.insecure_skip_tls_verify = cluster["insecure-skip-tls-verify"] && cluster["insecure-skip-tls-verify"].as<bool>();
+    auto ca = data_or_file(cluster, "certificate-authority", path, "clusters[].cluster", base);
+    if (!ca) return ca.error();
+    cfg.ca_pem = std::move(*ca);
+    const auto user_name = context["user"] ? context["user"].as<std::string>() : "";
+    if (const auto user = find_named(root["users"], user_name, "user")) {
+      if (user["token"]) cfg.token = user["token"].as<std::string>();
+      if (user["tokenFile"]) {
+        std::filesystem::path p = user["tokenFile"].as<std::string>();
+        cfg.token_file = (p.is_relative() ? base / p : p).string();
+      }
+      auto cert = data_or_file(user, "client-certificate", path, "users[].user", base);
+      if (!cert) return cert.error();
+      auto key = data_or_file(user, "client-key", path, "users[].user", base);
+      if (!key) return key.error();
+      cfg.client_cert_pem = std::move(*cert);
+      cfg.client_key_pem = std::move(*key);
+      if (cfg.client_cert_pem.empty() != cfg.client_key_pem.empty()) {
+        return config_error(path, "users[].user.client-key",
+                            "client-certificate and client-key must be given together");
+      }
+    }
+    cfg.user_agent = default_user_agent();
+    return cfg;
+  } catch (const YAML::Exception& e) {
+    return make_error(ErrorCode::kInvalidArgument, "kubeconfig " + path + ": wrong field type: " + e.what());
+  }
+}
+
+InClusterSource in_cluster_from_environment() {
+  InClusterSource src;
+  for (const char* name : {"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"}) {
+    if (const char* v = std::getenv(name)) src.env[name] = v;
+  }
+  return src;
+}
+
+Result<ClientConfig> load_in_cluster(const InClusterSource& source) {
+  const auto host = source.env.find("KUBERNETES_SERVICE_HOST");
+  const auto port = source.env.find("KUBERNETES_SERVICE_PORT");
+  if (host == source.env.end() || host->second.empty() || port == source.env.end() || port->second.empty()) {
+    return make_error(ErrorCode::kFailedPrecondition,
+                      "not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set "
+                      "(or pass --kubeconfig)");
+  }
+  ClientConfig cfg;
+  cfg.host = host->second;
+  cfg.port = port->second;
+  auto ca = read_file(source.ca_file, "service-account CA");
+  if (!ca) return ca.error();
+  cfg.ca_pem = std::move(*ca);
+  if (!std::filesystem::exists(source.token_file)) {
+    return make_error(ErrorCode::kFailedPrecondition, "service-account token file " + source.token_file + " is missing");
+  }
+  cfg.token_file = source.token_file;
+  cfg.user_agent = default_user_agent();
+  return cfg;
+}
+
+Result<ClientConfig> load_client_config(const std::string& kubeconfig_path, double qps, int burst) {
+  auto cfg = kubeconfig_path.empty() ? load_in_cluster(in_cluster_from_environment()) : load_kubeconfig(kubeconfig_path);
+  if (!cfg) return cfg;
+  cfg->qps = qps;
+  cfg->burst = burst;
+  return cfg;
+}
+
+}  // namespace nvdra::k8s

@@ -1,0 +1,178 @@
+#include "k8s/reflector.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <charconv>
+
+#include "agent/base/log.hpp"
+#include "k8s/object_meta.hpp"
+
+namespace nvdra::k8s {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+
+Reflector::Reflector(asio::any_io_executor ex, std::shared_ptr<ApiServer> api, ResourceType type,
+                     ReflectorOptions options, ChangeSignal* on_change)
+    : ex_(std::move(ex)),
+      api_(std::move(api)),
+      type_(std::move(type)),
+      options_(std::move(options)),
+      on_change_(on_change),
+      backoff_(options_.backoff_base, options_.backoff_cap) {}
+
+void Reflector::changed() {
+  if (on_change_ != nullptr) on_change_->notify();
+}
+
+bool Reflector::newer_or_equal(const std::string& incoming, const std::string& known) const {
+  // resourceVersions are opaque, but every real server uses etcd revisions; compare them as numbers
+  // when both are numbers (client-go's mutation cache does the same) and otherwise trust the event.
+  uint64_t a = 0, b = 0;
+  const bool pa = std::from_chars(incoming.data(), incoming.data() + incoming.size(), a).ec == std::errc();
+  const bool pb = std::from_chars(known.data(), known.data() + known.size(), b).ec == std::errc();
+  return !(pa && pb) || a >= b;
+}
+
+void Reflector::apply_local(const std::string& key, std::string resource_version, std::string json) {
+  auto& e = objects_[key];
+  if (!e.resource_version.empty() && !newer_or_equal(resource_version, e.resource_version)) return;
+  tombstones_.erase(key);
+  e = Entry{std::move(resource_version), std::move(json)};
+}
+
+void Reflector::erase_local(const std::string& key, const std::string& resource_version) {
+  objects_.erase(key);
+  tombstones_[key] = resource_version;
+}
+
+awaitable<void> Reflector::sleep(std::chrono::milliseconds d) {
+  asio::steady_timer timer(ex_, d);
+  co_await timer.async_wait(asio::use_awaitable);
+}
+
+awaitable<void> Reflector::run() {
+  // No co_await inside conditions: GCC 12 miscompiles those in coroutines.
+  for (;;) {
+    const bool listed = co_await list();
+    if (!listed) continue;
+    for (;;) {
+      const Next next = co_await watch();
+      if (next == Next::kRelist) break;
+    }
+  }
+}
+
+awaitable<bool> Reflector::list() {
+  ++stats_.lists;
+  // Named locals, not braced temporaries, as coroutine arguments: GCC 12 destroys such temporaries
+  // twice (GCC PR 99576).
+  ListOptions lo;
+  lo.field_selector = options_.field_selector;
+  auto res = co_await api_->list(type_, options_.ns, lo);
+  if (!res) {
+    ++stats_.errors;
+    const auto& err = res.error();
+    const auto delay = err.too_many_requests() && err.retry_after.count() > 0 ? err.retry_after : backoff_.next();
+    nvdra::logger("k8s")->warn("list {} failed: {}; retrying in {} ms", type_.plural, err.describe(), delay.count());
+    co_await sleep(delay);
+    co_return false;
+  }
+  std::map<std::string, Entry> fresh;
+  for (auto& item : res->items) {
+    auto meta = read_object_meta(item);
+    if (!meta) continue;
+    fresh[meta->key()] = Entry{meta->resource_version, std::move(item)};
+  }
+  objects_ = std::move(fresh);
+  tombstones_.clear();
+  resource_version_ = res->resource_version;
+  synced_ = true;
+  changed();
+  co_return true;
+}
+
+awaitable<Reflector::Next> Reflector::watch() {
+  ++stats_.watches;
+  WatchOptions wo;
+  wo.field_selector = options_.field_selector;
+  wo.resource_version = resource_version_;
+  wo.timeout = options_.watch_timeout;
+  wo.max_event_bytes = options_.max_event_bytes;
+  auto opened = co_await api_->watch(type_, options_.ns, wo);
+  auto log = nvdra::logger("k8s");
+  if (!opened) {
+    const auto& err = opened.error();
+    if (err.gone()) {
+      ++stats_.relists_after_gone;
+      co_return Next::kRelist;
+    }
+    ++stats_.errors;
+    const auto delay = err.too_many_requests() && err.retry_after.count() > 0 ? err.retry_after : backoff_.next();
+    log->warn("watch {} failed: {}; retrying in {} ms", type_.plural, err.describe(), delay.count());
+    co_await sleep(delay);
+    co_return Next::kResume;
+  }
+  auto stream = std::move(*opened);
+  bool any_event = false;
+  for (;;) {
+    auto next = co_await stream->next();
+    if (!next) {
+      const auto& err = next.error();
+      if (err.reason == kReasonEventTooLarge || err.reason == kReasonBadResponse) {
+        ++stats_.skipped_events;
+        log->error("watch {}: {}, skipping that event", type_.plural, err.describe());
+        continue;
+      }
+      ++stats_.resumes;
+      // A server that drops us at once must not make us spin: back off unless events flowed.
+      if (!any_event) co_await sleep(backoff_.next());
+      co_return Next::kResume;
+    }
+    if (!*next) {
+      ++stats_.resumes;
+      co_return Next::kResume;  // timeoutSeconds reached: resume from the last version
+    }
+    any_event = true;
+    backoff_.reset();
+    auto& ev = **next;
+    switch (ev.type) {
+      case WatchEventType::kBookmark: break;
+      case WatchEventType::kError: {
+        const auto err = decode_status(0, ev.object);
+        if (err.gone() || err.http_status == 410) {
+          ++stats_.relists_after_gone;
+          co_return Next::kRelist;
+        }
+        ++stats_.errors;
+        log->warn("watch {}: error event {}; retrying", type_.plural, err.describe());
+        co_await sleep(backoff_.next());
+        co_return Next::kResume;
+      }
+      case WatchEventType::kAdded:
+      case WatchEventType::kModified: {
+        const auto key = ev.ns.empty() ? ev.name : ev.ns + "/" + ev.name;
+        if (auto t = tombstones_.find(key); t != tombstones_.end() && !newer_or_equal(ev.resource_version, t->second)) break;
+        auto it = objects_.find(key);
+        if (it != objects_.end() && !newer_or_equal(ev.resource_version, it->second.resource_version)) break;
+        const bool same = it != objects_.end() && it->second.resource_version == ev.resource_version;
+        objects_[key] = Entry{ev.resource_version, std::move(ev.object)};
+        if (!same) changed();
+        break;
+      }
+      case WatchEventType::kDeleted: {
+        const auto key = ev.ns.empty() ? ev.name : ev.ns + "/" + ev.name;
+        auto it = objects_.find(key);
+        if (it != objects_.end() && newer_or_equal(ev.resource_version, it->second.resource_version)) {
+          objects_.erase(it);
+          changed();
+        }
+        break;
+      }
+    }
+    if (!ev.resource_version.empty()) resource_version_ = ev.resource_version;
+  }
+}
+
+}  // namespace nvdra::k8s

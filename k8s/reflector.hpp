@@ -1,0 +1,85 @@
+#pragma once
+// Reflector: list-then-watch one collection into a local cache, as client-go's reflector does it.
+//  * list → cache replaced, then watch from the list's resourceVersion with bookmarks;
+//  * the stream ends (timeoutSeconds) or the connection drops → watch again from the last version
+//    seen (no relist);
+//  * 410 Gone / an ERROR event saying Expired → relist;
+//  * 429 → wait Retry-After; other errors → capped exponential backoff with jitter, then retry;
+//  * an oversized or malformed event is logged and skipped; the stream goes on.
+// Local writes are applied with apply_local/erase_local (a mutation cache), so the owner does not
+// act twice on its own change while the watch catches up; older watch events never overwrite newer
+// local state. Executor thread only; run() returns only by cancellation.
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "k8s/api_server.hpp"
+#include "k8s/backoff.hpp"
+#include "k8s/change_signal.hpp"
+
+namespace nvdra::k8s {
+
+struct ReflectorOptions {
+  std::string ns;
+  std::string field_selector;
+  std::chrono::seconds watch_timeout{300};
+  std::size_t max_event_bytes = std::size_t{16} << 20;
+  std::chrono::milliseconds backoff_base{200};
+  std::chrono::milliseconds backoff_cap{30000};
+};
+
+class Reflector {
+ public:
+  struct Stats {
+    uint64_t lists = 0;
+    uint64_t watches = 0;
+    uint64_t relists_after_gone = 0;
+    uint64_t resumes = 0;         // watch restarted from the last version without a relist
+    uint64_t errors = 0;          // failed list/watch attempts (backed off)
+    uint64_t skipped_events = 0;  // oversized or malformed
+  };
+  struct Entry {
+    std::string resource_version;
+    std::string json;
+  };
+
+  Reflector(boost::asio::any_io_executor ex, std::shared_ptr<ApiServer> api, ResourceType type,
+            ReflectorOptions options, ChangeSignal* on_change);
+
+  boost::asio::awaitable<void> run();
+
+  bool synced() const { return synced_; }
+  // "ns/name" (or "name" for cluster-scoped objects) → newest known object.
+  const std::map<std::string, Entry>& objects() const { return objects_; }
+  void apply_local(const std::string& key, std::string resource_version, std::string json);
+  void erase_local(const std::string& key, const std::string& resource_version);
+  const Stats& stats() const { return stats_; }
+  const std::string& last_resource_version() const { return resource_version_; }
+
+ private:
+  enum class Next { kResume, kRelist };
+  boost::asio::awaitable<bool> list();
+  boost::asio::awaitable<Next> watch();
+  boost::asio::awaitable<void> sleep(std::chrono::milliseconds d);
+  void changed();
+  bool newer_or_equal(const std::string& incoming, const std::string& known) const;
+
+  boost::asio::any_io_executor ex_;
+  std::shared_ptr<ApiServer> api_;
+  ResourceType type_;
+  ReflectorOptions options_;
+  ChangeSignal* on_change_;
+  Backoff backoff_;
+  std::map<std::string, Entry> objects_;
+  std::map<std::string, std::string> tombstones_;  // locally deleted: ignore older events for them
+  std::string resource_version_;
+  bool synced_ = false;
+  Stats stats_;
+};
+
+}  // namespace nvdra::k8s

@@ -1,0 +1,159 @@
+#include "k8s/slice_plan.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace nvdra::k8s {
+namespace {
+
+bool advanced(const PublishedDevice& d) { return !d.taints.empty() || !d.consumes_counters.empty(); }
+
+// resource.k8s.io/v1 has no list-valued attributes: drop them so desired and stored compare equal.
+PublishedDevice publishable(PublishedDevice d) {
+  std::erase_if(d.attributes, [](const auto& kv) { return std::holds_alternative<std::vector<int64_t>>(kv.second); });
+  return d;
+}
+
+void chunk_devices(std::vector<PublishedDevice> devices, std::size_t limit, std::vector<SliceContent>& out) {
+  for (std::size_t i = 0; i < devices.size(); i += limit) {
+    SliceContent c;
+    const auto end = std::min(devices.size(), i + limit);
+    c.devices.assign(std::make_move_iterator(devices.begin() + static_cast<std::ptrdiff_t>(i)),
+                     std::make_move_iterator(devices.begin() + static_cast<std::ptrdiff_t>(end)));
+    out.push_back(std::move(c));
+  }
+}
+
+std::string slice_key(const SliceContent& c) {
+  std::string key;
+  for (const auto& d : c.devices) key += d.name + ",";
+  key += "|";
+  for (const auto& s : c.shared_counters) key += s.name + ",";
+  return key;
+}
+
+std::vector<OwnerReference> node_owner(const PoolIdentity& pool) {
+  return {OwnerReference{"v1", "Node", pool.node_name, pool.node_uid, true}};
+}
+
+}  // namespace
+
+CounterLayout layout_for(int major, int minor) {
+  return (major > 1 || (major == 1 && minor >= 35)) ? CounterLayout::kSeparateSlices : CounterLayout::kWithConsumers;
+}
+
+std::vector<SliceContent> plan_slices(const DriverResources& desired, CounterLayout layout) {
+  std::vector<PublishedDevice> devices;
+  for (const auto& d : desired.devices) devices.push_back(publishable(d));
+  std::sort(devices.begin(), devices.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::vector<SliceContent> out;
+  if (layout == CounterLayout::kSeparateSlices || desired.shared_counters.empty()) {
+    for (std::size_t i = 0; i < desired.shared_counters.size(); i += kMaxCounterSetsPerSlice) {
+      SliceContent c;
+      const auto end = std::min(desired.shared_counters.size(), i + kMaxCounterSetsPerSlice);
+      c.shared_counters.assign(desired.shared_counters.begin() + static_cast<std::ptrdiff_t>(i),
+                               desired.shared_counters.begin() + static_cast<std::ptrdiff_t>(end));
+      out.push_back(std::move(c));
+    }
+    const bool any_advanced = std::any_of(devices.begin(), devices.end(), advanced);
+    const bool strict = layout == CounterLayout::kSeparateSlices && any_advanced;
+    chunk_devices(std::move(devices), strict ? kMaxDevicesPerSliceWithTaintsOrCounters : kMaxDevicesPerSlice, out);
+    return out;
+  }
+  // 1.34: each counter set travels with the devices that consume it (one slice per set, as the
+  // upstream driver's per-GPU slices); devices without counters share plain slices.
+  std::map<std::string, SliceContent> by_set;
+  std::vector<PublishedDevice> plain;
+  for (auto& d : devices) {
+    if (d.consumes_counters.empty()) plain.push_back(std::move(d));
+    else by_set[d.consumes_counters.front().counter_set].devices.push_back(std::move(d));
+  }
+  for (const auto& set : desired.shared_counters) {
+    auto& slice = by_set[set.name];
+    slice.shared_counters.push_back(set);
+    out.push_back(std::move(slice));
+  }
+  chunk_devices(std::move(plain), kMaxDevicesPerSlice, out);
+  return out;
+}
+
+WritePlan plan_writes(const std::vector<SliceContent>& desired, const std::vector<SliceObject>& actual,
+                      const PoolIdentity& pool) {
+  WritePlan plan;
+  std::vector<const SliceObject*> ours;
+  for (const auto& s : actual) {
+    if (s.driver == pool.driver && s.node_name == pool.node_name && s.pool_name == pool.node_name) ours.push_back(&s);
+    else plan.deletes.push_back(s);  // a stale pool of this driver on this node
+  }
+  int64_t generation = 0;
+  for (const auto* s : ours) generation = std::max(generation, s->generation);
+
+  // Match desired slices to stored ones with the same device and counter-set names.
+  std::vector<const SliceObject*> match(desired.size(), nullptr);
+  std::set<const SliceObject*> used;
+  for (std::size_t i = 0; i < desired.size(); ++i) {
+    const auto key = slice_key(desired[i]);
+    for (const auto* s : ours) {
+      if (!used.count(s) && slice_key(s->content) == key) {
+        match[i] = s;
+        used.insert(s);
+        break;
+      }
+    }
+  }
+  // Reuse leftover stored slices for leftover desired ones: an update instead of delete + create.
+  auto leftover = ours.begin();
+  for (std::size_t i = 0; i < desired.size(); ++i) {
+    while (match[i] == nullptr && leftover != ours.end()) {
+      if (!used.count(*leftover)) {
+        match[i] = *leftover;
+        used.insert(*leftover);
+      }
+      ++leftover;
+    }
+  }
+  for (const auto* s : ours) {
+    if (!used.count(s)) plan.deletes.push_back(*s);
+  }
+  const auto owners = node_owner(pool);
+  const auto count = static_cast<int64_t>(desired.size());
+  auto changed = [&](std::size_t i, int64_t gen) {
+    const auto* s = match[i];
+    return s->content != desired[i] || s->generation != gen || s->resource_slice_count != count || s->owners != owners;
+  };
+  std::size_t creates = 0, updates = 0;
+  for (std::size_t i = 0; i < desired.size(); ++i) {
+    if (match[i] == nullptr) ++creates;
+    else if (changed(i, generation)) ++updates;
+  }
+  // Keep the generation only for a single in-place change; anything bigger is a new generation
+  // that every slice of the pool must carry (consumers use the highest one only).
+  if (generation == 0 || creates > 0 || updates > 1) {
+    if (creates > 0 || updates > 0 || generation == 0) ++generation;
+  }
+  plan.generation = generation;
+  for (std::size_t i = 0; i < desired.size(); ++i) {
+    if (match[i] != nullptr && !changed(i, generation)) continue;
+    SliceObject s;
+    s.driver = pool.driver;
+    s.node_name = pool.node_name;
+    s.pool_name = pool.node_name;
+    s.generation = generation;
+    s.resource_slice_count = count;
+    s.owners = owners;
+    s.content = desired[i];
+    if (match[i] != nullptr) {
+      s.name = match[i]->name;
+      s.uid = match[i]->uid;
+      s.resource_version = match[i]->resource_version;
+      plan.updates.push_back(std::move(s));
+    } else {
+      s.generate_name = pool.node_name + "-" + pool.driver + "-";
+      plan.creates.push_back(std::move(s));
+    }
+  }
+  return plan;
+}
+
+}  // namespace nvdra::k8s

@@ -1,0 +1,45 @@
+#pragma once
+// Pure publishing logic, as kubelet's resourceslice controller (1.34/1.35) does it
+// (shared/reference/kubelet-dra-protocol.md §5.3): desired DriverResources → slice contents within
+// the server's per-slice limits, then desired vs. actual → the fewest writes, with the pool's
+// generation and resourceSliceCount kept right. No I/O here, so every rule is unit-tested.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agent/base/device.hpp"
+#include "k8s/slice_codec.hpp"
+
+namespace nvdra::k8s {
+
+inline constexpr std::size_t kMaxDevicesPerSlice = 128;
+inline constexpr std::size_t kMaxDevicesPerSliceWithTaintsOrCounters = 64;  // 1.35+
+inline constexpr std::size_t kMaxCounterSetsPerSlice = 8;
+
+// Where shared counter sets go: 1.35+ wants them in slices of their own (either-or rule); 1.34 wants
+// them in the same slice as the devices that consume them. Pick with layout_for(server version).
+enum class CounterLayout { kSeparateSlices, kWithConsumers };
+CounterLayout layout_for(int major, int minor);
+
+std::vector<SliceContent> plan_slices(const DriverResources& desired, CounterLayout layout);
+
+struct PoolIdentity {
+  std::string driver;
+  std::string node_name;  // also the pool name (NVIDIA convention)
+  std::string node_uid;   // for the ownerReference
+};
+
+struct WritePlan {
+  std::vector<SliceObject> deletes;  // name + uid + resource_version (preconditions)
+  std::vector<SliceObject> updates;  // full objects with name + resource_version
+  std::vector<SliceObject> creates;  // full objects with generate_name
+  int64_t generation = 0;
+  bool empty() const { return deletes.empty() && updates.empty() && creates.empty(); }
+  std::size_t writes() const { return deletes.size() + updates.size() + creates.size(); }
+};
+
+// `actual`: every slice the watch sees for this node and driver.
+WritePlan plan_writes(const std::vector<SliceContent>& desired, const std::vector<SliceObject>& actual,
+                      const PoolIdentity& pool);
+
+}  // namespace nvdra::k8s

@@ -1,0 +1,49 @@
+"""CLI: python3 -m apiserver_double --dir DIR [options]   (PYTHONPATH=test/lib)
+
+Writes DIR/ca.crt, DIR/server.{crt,key}, DIR/token, DIR/kubeconfig, then DIR/ready.json
+({"url", "port", "kubeconfig", "pid"}) once it serves. Runs until SIGTERM/SIGINT."""
+import argparse
+import json
+import os
+import signal
+import threading
+
+import yaml
+
+from . import start_in
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="apiserver_double", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", required=True, help="folder for certificates, token, kubeconfig, ready.json")
+    ap.add_argument("--token", default="test-token", help="accepted bearer token (written to DIR/token)")
+    ap.add_argument("--version", default="1.35", help="server version MAJOR.MINOR: /version and validation rules")
+    ap.add_argument("--chunking", default="mixed", choices=["event", "split", "coalesce", "mixed"],
+                    help="how watch events are cut into HTTP chunks")
+    ap.add_argument("--node", action="append", default=[], help="seed a Node with this name (repeatable)")
+    ap.add_argument("--seed", action="append", default=[], help="YAML/JSON file of objects to seed (repeatable)")
+    args = ap.parse_args()
+    major, minor = (int(x) for x in args.version.split(".")[:2])
+    double = start_in(args.dir, token=args.token, version=(major, minor), chunking=args.chunking)
+    for node in args.node:
+        double.put_object({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+    for path in args.seed:
+        with open(path) as f:
+            for obj in yaml.safe_load_all(f):
+                if obj:
+                    double.put_object(obj)
+    ready = os.path.join(args.dir, "ready.json")
+    with open(ready + ".tmp", "w") as f:
+        json.dump({"url": double.url, "port": double.port, "kubeconfig": double.kubeconfig, "pid": os.getpid()}, f)
+    os.rename(ready + ".tmp", ready)
+    print(f"apiserver double serving {double.url}; kubeconfig {double.kubeconfig}", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop.wait()
+    double.stop()
+
+
+if __name__ == "__main__":
+    main()

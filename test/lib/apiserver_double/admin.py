@@ -1,0 +1,46 @@
+"""Test controls over HTTPS, for tests that drive the double from another process (no token needed;
+the double only listens on loopback):
+  POST /admin/faults        {"method","resource","status","count","retry_after","name","drop"}
+  POST /admin/drop-watches  close every open watch abruptly
+  POST /admin/compact       forget history: resuming from an older version gets 410 Expired
+  POST /admin/tokens        {"tokens": [...]} replaces the accepted bearer tokens
+  POST /admin/objects       seed an object (validated), e.g. a Node or an allocated ResourceClaim
+  POST /admin/delete        {"apiVersion","resource","fieldSelector"} delete matching objects
+  GET  /admin/requests      request log;  POST /admin/requests/reset clears it
+  GET  /admin/rejections    validation failures sent back so far
+"""
+
+
+def handle_admin(h, d, method, path, query):
+    body = h.read_body() if method == "POST" else None
+    if method == "POST" and path == "/admin/faults":
+        d.add_fault(body["method"], body["resource"], body.get("status", 500), body.get("count", 1),
+                    body.get("retry_after"), body.get("name"), body.get("drop", False))
+    elif method == "POST" and path == "/admin/drop-watches":
+        d.store.drop_watches()
+    elif method == "POST" and path == "/admin/compact":
+        d.store.compact()
+        d.store.drop_watches()
+    elif method == "POST" and path == "/admin/tokens":
+        d.tokens = set(body["tokens"])
+    elif method == "POST" and path == "/admin/objects":
+        try:
+            h.send_json(200, d.put_object(body))
+        except ValueError as e:
+            h.send_json(422, {"error": str(e)})
+        return
+    elif method == "POST" and path == "/admin/delete":
+        gv = body.get("apiVersion", "resource.k8s.io/v1")
+        d.delete_matching(gv, body["resource"], body.get("fieldSelector", ""))
+    elif method == "GET" and path == "/admin/requests":
+        h.send_json(200, d.request_log())
+        return
+    elif method == "POST" and path == "/admin/requests/reset":
+        d.reset_requests()
+    elif method == "GET" and path == "/admin/rejections":
+        h.send_json(200, d.rejections)
+        return
+    else:
+        h.send_json(404, {"error": f"unknown admin endpoint {method} {path}"})
+        return
+    h.send_json(200, {"ok": True})

@@ -1,0 +1,214 @@
+"""REST verbs of the double: get, list, watch (chunked), create, update, delete, deletecollection."""
+import json
+import time
+
+from .server import RESOURCES, selector_matcher, status
+
+
+def parse_path(path):
+    """('/apis/g/v' | '/api/v1') [/namespaces/ns] /plural [/name] -> (gv, ns, plural, name)."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["api"] and len(parts) >= 3:
+        gv, rest = parts[1], parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 4:
+        gv, rest = f"{parts[1]}/{parts[2]}", parts[3:]
+    else:
+        return None
+    ns = ""
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        ns, rest = rest[1], rest[2:]
+    if len(rest) not in (1, 2):
+        return None
+    return gv, ns, rest[0], rest[1] if len(rest) == 2 else ""
+
+
+def handle_rest(h, d, method, path, query):
+    parsed = parse_path(path)
+    if not parsed or (parsed[0], parsed[2]) not in RESOURCES:
+        h.send_json(404, status(404, "NotFound", f"the server could not find the requested resource ({path})"))
+        return
+    gv, ns, plural, name = parsed
+    kind, _ = RESOURCES[(gv, plural)]
+    resource = f"{gv}/{plural}"
+    watch = query.get("watch") in ("1", "true")
+    fault = d.take_fault("WATCH" if watch else method, plural, name or None)
+    if fault:
+        if fault["drop"]:
+            h.drop()
+            return
+        headers = {"Retry-After": str(fault["retry_after"])} if fault["retry_after"] is not None else {}
+        reasons = {409: "Conflict", 410: "Expired", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable"}
+        h.send_json(fault["status"], status(fault["status"], reasons.get(fault["status"], "InternalError"),
+                                            f"injected fault for {method} {plural}"), headers)
+        return
+    if method == "GET" and watch:
+        serve_watch(h, d, resource, ns, query)
+    elif method == "GET" and name:
+        obj = d.store.get(resource, ns, name)
+        if obj is None:
+            h.send_json(404, status(404, "NotFound", f'{plural}.{gv.split("/")[0]} "{name}" not found'))
+        else:
+            h.send_json(200, obj)
+    elif method == "GET":
+        items, rv = d.store.list(resource, ns, selector_matcher(query.get("fieldSelector")))
+        h.send_json(200, {"apiVersion": gv, "kind": kind + "List", "metadata": {"resourceVersion": rv}, "items": items})
+    elif method == "POST" and not name:
+        create(h, d, gv, kind, resource, ns, plural)
+    elif method == "PUT" and name:
+        update(h, d, gv, kind, resource, ns, plural, name)
+    elif method == "DELETE" and name:
+        body = h.read_body() or {}
+        _, reason = d.store.delete(resource, ns, name, body.get("preconditions"))
+        if reason == "NotFound":
+            h.send_json(404, status(404, "NotFound", f'{plural} "{name}" not found'))
+        elif reason == "Conflict":
+            h.send_json(409, status(409, "Conflict", f'Precondition failed for {plural} "{name}"'))
+        else:
+            h.send_json(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"})
+    elif method == "DELETE":
+        h.read_body()
+        d.delete_matching(gv, plural, query.get("fieldSelector", ""))
+        h.send_json(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"})
+    else:
+        h.send_json(405, status(405, "MethodNotAllowed", f"{method} is not allowed on {path}"))
+
+
+def reject(h, d, method, plural, problems):
+    d.rejections.append({"method": method, "resource": plural, "problems": problems})
+    unknown = [m for _, m in problems if m.startswith("strict decoding error")]
+    if unknown:
+        h.send_json(400, status(400, "BadRequest", "; ".join(unknown)))
+        return
+    msg = "; ".join(f"{f}: {m}" for f, m in problems)
+    h.send_json(422, status(422, "Invalid", f"{plural} is invalid: {msg}",
+                            {"causes": [{"field": f, "message": m} for f, m in problems]}))
+
+
+def create(h, d, gv, kind, resource, ns, plural):
+    obj = h.read_body()
+    if not isinstance(obj, dict):
+        h.send_json(400, status(400, "BadRequest", "body is not a JSON object"))
+        return
+    problems = d.validate_write(gv, kind, obj)
+    meta = obj.get("metadata", {})
+    if not problems and not meta.get("name") and not meta.get("generateName"):
+        problems = [("metadata.name", "name or generateName is required")]
+    if not problems and (obj.get("apiVersion") != gv or obj.get("kind") != kind):
+        problems = [("kind", f"must be apiVersion {gv} kind {kind}")]
+    if problems:
+        reject(h, d, "POST", plural, problems)
+        return
+    stored = d.store.create(resource, ns, obj)
+    if stored is None:
+        h.send_json(409, status(409, "AlreadyExists", f'{plural} "{meta.get("name")}" already exists'))
+    else:
+        h.send_json(201, stored)
+
+
+def update(h, d, gv, kind, resource, ns, plural, name):
+    obj = h.read_body()
+    if not isinstance(obj, dict) or obj.get("metadata", {}).get("name") != name:
+        h.send_json(400, status(400, "BadRequest", "metadata.name in the body does not match the URL"))
+        return
+    old = d.store.get(resource, ns, name)
+    problems = d.validate_write(gv, kind, obj, old)
+    if problems:
+        reject(h, d, "PUT", plural, problems)
+        return
+    stored, reason = d.store.update(resource, ns, name, obj)
+    if reason == "NotFound":
+        h.send_json(404, status(404, "NotFound", f'{plural} "{name}" not found'))
+    elif reason == "Conflict":
+        h.send_json(409, status(409, "Conflict", f'Operation cannot be fulfilled on {plural} "{name}": the object '
+                                                 "has been modified; please apply your changes to the latest version "
+                                                 "and try again"))
+    else:
+        h.send_json(200, stored)
+
+
+def write_chunk(h, data):
+    h.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+    h.wfile.flush()
+
+
+def send_events(h, d, lines):
+    """Frames newline-terminated events into chunks per the double's chunking mode."""
+    data = b"".join(lines)
+    mode = d.chunking if d.chunking != "mixed" else d.rng.choice(["event", "split", "coalesce"])
+    if mode == "coalesce" or not lines:
+        pieces = [data] if data else []
+    elif mode == "split":
+        pieces, rest = [], data
+        while rest:
+            cut = d.rng.randint(1, max(1, len(rest)))
+            pieces.append(rest[:cut])
+            rest = rest[cut:]
+    else:
+        pieces = lines
+    for p in pieces:
+        write_chunk(h, p)
+
+
+def event_line(etype, obj):
+    return (json.dumps({"type": etype, "object": obj}) + "\n").encode()
+
+
+def serve_watch(h, d, resource, ns, query):
+    match = selector_matcher(query.get("fieldSelector"))
+    bookmarks = query.get("allowWatchBookmarks") == "true"
+    deadline = time.time() + min(float(query.get("timeoutSeconds") or 1800), 1800)
+    rv = query.get("resourceVersion", "")
+    store = d.store
+    with store.cond:
+        epoch = store.watch_epoch
+        initial = []
+        if rv in ("", "0"):
+            items, rv = store.list(resource, ns, match)
+            initial = [event_line("ADDED", o) for o in items]
+        since = int(rv)
+        expired = store.events_after(resource, since) is None
+    if expired and d.watch_410_as_http:
+        h.send_json(410, status(410, "Expired", f"too old resource version: {since} ({store.compacted})"))
+        return
+    h.send_response(200)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Transfer-Encoding", "chunked")
+    h.end_headers()
+    h.last_status = 200
+    if expired:
+        send_events(h, d, [event_line("ERROR", status(410, "Expired",
+                                                      f"too old resource version: {since} ({store.compacted})"))])
+        write_chunk(h, b"")
+        return
+    send_events(h, d, initial)
+    last_bookmark = time.time()
+    while True:
+        with store.cond:
+            if store.watch_epoch != epoch:
+                h.drop()
+                return
+            events = store.events_after(resource, since)
+            if events is None:
+                h.drop()
+                return
+            if not events:
+                store.cond.wait(timeout=0.2)
+                events = store.events_after(resource, since) or []
+            head = store.revision
+        lines = []
+        for rev, etype, obj in events:
+            since = rev
+            if (not ns or obj["metadata"].get("namespace") == ns) and match(obj):
+                lines.append(event_line(etype, obj))
+        if lines:
+            send_events(h, d, lines)
+        now = time.time()
+        if bookmarks and now - last_bookmark >= d.bookmark_interval:
+            since = max(since, head)
+            kind = RESOURCES[tuple(resource.rsplit("/", 1))][0]
+            send_events(h, d, [event_line("BOOKMARK", {"kind": kind, "apiVersion": resource.rsplit("/", 1)[0],
+                                                       "metadata": {"resourceVersion": str(since)}})])
+            last_bookmark = now
+        if now >= deadline:
+            write_chunk(h, b"")
+            return

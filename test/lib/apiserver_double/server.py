@@ -1,0 +1,249 @@
+"""The API-server double: HTTPS + bearer tokens, resource CRUD with resourceVersions, chunked watch
+streams, strict validation against the real OpenAPI documents plus LIMITS.md, and fault injection
+driven by the test through /admin/* (see README.md)."""
+import json
+import os
+import sys
+import random
+import socket
+import ssl
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+from .store import Store
+from .validation import SchemaValidator, check_metadata_name, check_resource_slice
+
+# plural -> (group/version, kind, namespaced)
+RESOURCES = {
+    ("resource.k8s.io/v1", "resourceslices"): ("ResourceSlice", False),
+    ("resource.k8s.io/v1", "resourceclaims"): ("ResourceClaim", True),
+    ("resource.k8s.io/v1", "deviceclasses"): ("DeviceClass", False),
+    ("v1", "nodes"): ("Node", False),
+    ("coordination.k8s.io/v1", "leases"): ("Lease", True),
+}
+WRITE_METHODS = ("POST", "PUT", "DELETE")
+DEBUG = bool(os.environ.get("NVDRA_DOUBLE_DEBUG"))
+
+
+def status(code, reason, message, details=None):
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+    if details:
+        body["details"] = details
+    return body
+
+
+def field_value(obj, path):
+    for part in path.split("."):
+        if not isinstance(obj, dict):
+            return ""
+        obj = obj.get(part, "")
+    return "" if obj is None else str(obj)
+
+
+def selector_matcher(selector):
+    terms = []
+    for term in filter(None, (selector or "").split(",")):
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            terms.append((k, v, False))
+        else:
+            k, v = term.split("=", 1)
+            terms.append((k.rstrip("="), v, True))
+    return lambda obj: all((field_value(obj, k) == v) == eq for k, v, eq in terms)
+
+
+class ApiServerDouble:
+    """Start with start(); the URL, CA and a token are then in .url, .ca_file, .tokens."""
+
+    def __init__(self, cert_file, key_file, tokens=("test-token",), version=(1, 35), chunking="mixed",
+                 bookmark_interval=1.0, seed=None):
+        self.store = Store()
+        self.validator = SchemaValidator()
+        self.tokens = set(tokens)
+        self.version = version
+        self.chunking = chunking              # event | split | coalesce | mixed
+        self.bookmark_interval = bookmark_interval
+        self.rng = random.Random(seed)
+        self.faults = []                      # dicts: method, resource, name, status, count, retry_after, drop
+        self.requests = []                    # log of handled requests
+        self.rejections = []                  # validation failures sent back
+        self.watch_410_as_http = False        # False: 200 + ERROR event (what the real server does)
+        self.lock = threading.Lock()
+        self.cert_file, self.key_file = cert_file, key_file
+        self.httpd = None
+        self.thread = None
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def start(self, host="127.0.0.1", port=0):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(self.cert_file, self.key_file)
+        double = self
+
+        class Handler(ApiHandler):
+            server_double = double
+
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True, do_handshake_on_connect=False)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    @property
+    def port(self):
+        return self.httpd.server_address[1]
+
+    @property
+    def url(self):
+        return f"https://127.0.0.1:{self.port}"
+
+    def stop(self):
+        if self.httpd:
+            self.store.drop_watches()
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            self.httpd = None
+
+    # ---- test controls (also reachable over /admin/*) ---------------------------------------
+    def add_fault(self, method, resource, status_code=500, count=1, retry_after=None, name=None, drop=False):
+        with self.lock:
+            self.faults.append(dict(method=method, resource=resource, name=name, status=status_code, count=count,
+                                    retry_after=retry_after, drop=drop))
+
+    def take_fault(self, method, resource, name):
+        with self.lock:
+            for f in self.faults:
+                if f["count"] > 0 and f["method"] in (method, "*") and f["resource"] in (resource, "*") \
+                        and f["name"] in (None, name):
+                    f["count"] -= 1
+                    return dict(f)
+        return None
+
+    def log_request(self, entry):
+        with self.lock:
+            self.requests.append(entry)
+
+    def request_log(self):
+        with self.lock:
+            return list(self.requests)
+
+    def writes(self):
+        return [r for r in self.request_log() if r["method"] in WRITE_METHODS and not r["path"].startswith("/admin")]
+
+    def reset_requests(self):
+        with self.lock:
+            self.requests = []
+
+    def put_object(self, obj):
+        """Seeds an object (Node, ResourceClaim with status) after validating it."""
+        gv, kind = obj["apiVersion"], obj["kind"]
+        plural = next(p for (g, p), (k, _) in RESOURCES.items() if g == gv and k == kind)
+        problems = self.validator.validate(gv, kind, obj)
+        if problems:
+            raise ValueError(f"seed object {kind} is invalid: {problems}")
+        ns = obj["metadata"].get("namespace", "")
+        existing = self.store.get(f"{gv}/{plural}", ns, obj["metadata"]["name"])
+        if existing:
+            obj["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+            return self.store.update(f"{gv}/{plural}", ns, obj["metadata"]["name"], obj)[0]
+        return self.store.create(f"{gv}/{plural}", ns, obj)
+
+    def objects(self, gv, plural, selector=""):
+        return self.store.list(f"{gv}/{plural}", "", selector_matcher(selector))[0]
+
+    def delete_matching(self, gv, plural, selector=""):
+        """What kubelet does at its start: DeleteCollection of the node's slices."""
+        for obj in self.objects(gv, plural, selector):
+            meta = obj["metadata"]
+            self.store.delete(f"{gv}/{plural}", meta.get("namespace", ""), meta["name"])
+
+    def validate_write(self, gv, kind, obj, old=None):
+        problems = self.validator.validate(gv, kind, obj)
+        if not problems and kind == "ResourceSlice":
+            problems = check_resource_slice(obj, self.version[1], old)
+        elif not problems:
+            problems = check_metadata_name(obj)
+        return problems
+
+
+class ApiHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_double = None
+
+    def log_message(self, fmt, *args):  # quiet: the request log is kept in memory
+        pass
+
+    def setup(self):
+        try:
+            self.request.do_handshake()
+        except (ssl.SSLError, OSError):
+            self.request.close()
+            raise
+        super().setup()
+
+    # ---- plumbing ----------------------------------------------------------------------------
+    def send_json(self, code, body, headers=None):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+        self.last_status = code
+
+    def read_body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(n)) if n else None
+
+    def do_GET(self):
+        self.dispatch("GET")
+
+    def do_POST(self):
+        self.dispatch("POST")
+
+    def do_PUT(self):
+        self.dispatch("PUT")
+
+    def do_DELETE(self):
+        self.dispatch("DELETE")
+
+    def dispatch(self, method):
+        d = self.server_double
+        url = urlsplit(self.path)
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        self.last_status = 0
+        if DEBUG:
+            print(f"double: {method} {self.path}", file=sys.stderr, flush=True)
+        try:
+            if url.path.startswith("/admin/"):
+                from .admin import handle_admin
+                handle_admin(self, d, method, url.path, query)
+                return
+            auth = self.headers.get("Authorization", "")
+            if not auth.startswith("Bearer ") or auth[7:] not in d.tokens:
+                self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
+                return
+            if url.path == "/version":
+                self.send_json(200, {"major": str(d.version[0]), "minor": str(d.version[1]),
+                                     "gitVersion": f"v{d.version[0]}.{d.version[1]}.0"})
+                return
+            from .rest import handle_rest
+            handle_rest(self, d, method, url.path, query)
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            self.close_connection = True
+        finally:
+            d.log_request({"method": method, "path": url.path, "query": query, "status": self.last_status,
+                           "user_agent": self.headers.get("User-Agent", ""), "time": time.time()})
+
+    def drop(self):
+        """Ends the connection abruptly (no terminating chunk, no TLS close_notify)."""
+        try:
+            self.request.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.close_connection = True

@@ -1,0 +1,106 @@
+"""In-memory object store with resourceVersions and an event history for watches, like etcd behind
+kube-apiserver: one global revision counter, compaction makes old revisions unavailable (410)."""
+import copy
+import threading
+import time
+import uuid
+
+
+class Store:
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.revision = 100
+        self.objects = {}     # resource -> {(ns, name): obj}
+        self.history = []     # (revision, resource, type, obj)
+        self.compacted = 0    # revisions <= compacted are gone
+        self.watch_epoch = 0  # bumped to drop every open watch
+
+    def _bump(self):
+        self.revision += 1
+        return str(self.revision)
+
+    def _record(self, resource, etype, obj):
+        self.history.append((self.revision, resource, etype, copy.deepcopy(obj)))
+        self.cond.notify_all()
+
+    def get(self, resource, ns, name):
+        with self.cond:
+            obj = self.objects.get(resource, {}).get((ns, name))
+            return copy.deepcopy(obj) if obj else None
+
+    def list(self, resource, ns, match):
+        with self.cond:
+            items = [copy.deepcopy(o) for (ons, _), o in sorted(self.objects.get(resource, {}).items())
+                     if (not ns or ons == ns) and match(o)]
+            return items, str(self.revision)
+
+    def create(self, resource, ns, obj):
+        with self.cond:
+            meta = obj.setdefault("metadata", {})
+            if not meta.get("name") and meta.get("generateName"):
+                meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+            key = (ns, meta["name"])
+            bucket = self.objects.setdefault(resource, {})
+            if key in bucket:
+                return None
+            meta["uid"] = str(uuid.uuid4())
+            meta["resourceVersion"] = self._bump()
+            meta["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            meta["generation"] = 1
+            if ns:
+                meta["namespace"] = ns
+            bucket[key] = copy.deepcopy(obj)
+            self._record(resource, "ADDED", obj)
+            return copy.deepcopy(obj)
+
+    def update(self, resource, ns, name, obj):
+        """Returns (stored object | None, error reason: 'NotFound' | 'Conflict' | None)."""
+        with self.cond:
+            bucket = self.objects.setdefault(resource, {})
+            old = bucket.get((ns, name))
+            if old is None:
+                return None, "NotFound"
+            meta = obj.setdefault("metadata", {})
+            if meta.get("resourceVersion") and meta["resourceVersion"] != old["metadata"]["resourceVersion"]:
+                return None, "Conflict"
+            for keep in ("uid", "creationTimestamp", "namespace"):
+                if keep in old["metadata"]:
+                    meta[keep] = old["metadata"][keep]
+            meta["generation"] = old["metadata"].get("generation", 1) + (1 if old.get("spec") != obj.get("spec") else 0)
+            meta["resourceVersion"] = self._bump()
+            bucket[(ns, name)] = copy.deepcopy(obj)
+            self._record(resource, "MODIFIED", obj)
+            return copy.deepcopy(obj), None
+
+    def delete(self, resource, ns, name, pre=None):
+        with self.cond:
+            bucket = self.objects.setdefault(resource, {})
+            old = bucket.get((ns, name))
+            if old is None:
+                return None, "NotFound"
+            pre = pre or {}
+            if pre.get("uid") and pre["uid"] != old["metadata"]["uid"]:
+                return None, "Conflict"
+            if pre.get("resourceVersion") and pre["resourceVersion"] != old["metadata"]["resourceVersion"]:
+                return None, "Conflict"
+            del bucket[(ns, name)]
+            old["metadata"]["resourceVersion"] = self._bump()
+            self._record(resource, "DELETED", old)
+            return copy.deepcopy(old), None
+
+    def compact(self):
+        with self.cond:
+            self.compacted = self.revision
+            self.history = []
+
+    def drop_watches(self):
+        with self.cond:
+            self.watch_epoch += 1
+            self.cond.notify_all()
+
+    def events_after(self, resource, revision):
+        """Events of `resource` newer than `revision`, or None when that revision was compacted."""
+        if revision < self.compacted:
+            return None
+        return [(rev, etype, copy.deepcopy(obj)) for rev, res, etype, obj in self.history
+                if res == resource and rev > revision]
