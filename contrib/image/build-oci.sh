@@ -25,8 +25,11 @@ for bin in "$agent" "$ctl"; do
   [[ -x $bin ]] || { echo "build-oci.sh: $bin not built (cmake --build $build --target nvdra-agent nvdractl)" >&2; exit 2; }
 done
 
-# The Debian packages that own the shared libraries the binaries load.
-packages=$(ldd "$agent" "$ctl" | awk '/=> \//{print $3}' | sort -u | xargs -r dpkg -S | cut -d: -f1 | sort -u | paste -sd, -)
+# The Debian packages that own the shared libraries the binaries load. ldd reports /lib/… paths,
+# dpkg knows the merged-/usr ones.
+owner() { dpkg -S "$1" 2>/dev/null || dpkg -S "/usr$1"; }
+packages=$(ldd "$agent" "$ctl" | awk '/=> \//{print $3}' | sort -u | while read -r lib; do owner "$lib"; done |
+  cut -d: -f1 | sort -u | paste -sd, -)
 echo "runtime packages: $packages"
 
 rm -rf "$out"
