@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #ifndef NVDRA_VERSION
@@ -55,12 +56,13 @@ bool base64_decode(const std::string& in, std::string& out) {
   return true;
 }
 
-YAML::Node find_named(const YAML::Node& list, const std::string& name, const char* inner) {
-  if (!list || !list.IsSequence()) return {};
+// A default YAML::Node is a valid null node, not "absent": say "not found" with an optional.
+std::optional<YAML::Node> find_named(const YAML::Node& list, const std::string& name, const char* inner) {
+  if (!list || !list.IsSequence()) return std::nullopt;
   for (const auto& item : list) {
-    if (item["name"] && item["name"].as<std::string>() == name) return item[inner];
+    if (item["name"] && item["name"].as<std::string>() == name && item[inner].IsMap()) return item[inner];
   }
-  return {};
+  return std::nullopt;
 }
 
 // Reads `<key>-data` (base64) or `<key>` (a path, relative to the kubeconfig's folder).
@@ -119,11 +121,13 @@ Result<ClientConfig> load_kubeconfig(const std::string& path) {
     const auto base = std::filesystem::path(path).parent_path();
     if (!root["current-context"]) return config_error(path, "current-context", "is not set");
     const auto ctx_name = root["current-context"].as<std::string>();
-    const auto context = find_named(root["contexts"], ctx_name, "context");
-    if (!context) return config_error(path, "contexts", "no context named \"" + ctx_name + "\"");
+    const auto found_context = find_named(root["contexts"], ctx_name, "context");
+    if (!found_context) return config_error(path, "contexts", "no context named \"" + ctx_name + "\"");
+    const YAML::Node& context = *found_context;
     const auto cluster_name = context["cluster"] ? context["cluster"].as<std::string>() : "";
-    const auto cluster = find_named(root["clusters"], cluster_name, "cluster");
-    if (!cluster) return config_error(path, "clusters", "no cluster named \"" + cluster_name + "\"");
+    const auto found_cluster = find_named(root["clusters"], cluster_name, "cluster");
+    if (!found_cluster) return config_error(path, "clusters", "no cluster named \"" + cluster_name + "\"");
+    const YAML::Node& cluster = *found_cluster;
     ClientConfig cfg;
     if (!cluster["server"]) return config_error(path, "clusters[].cluster.server", "is not set");
     if (auto st = split_server(cluster["server"].as<std::string>(), path, cfg); !st) return st.error();
@@ -132,7 +136,8 @@ Result<ClientConfig> load_kubeconfig(const std::string& path) {
     if (!ca) return ca.error();
     cfg.ca_pem = std::move(*ca);
     const auto user_name = context["user"] ? context["user"].as<std::string>() : "";
-    if (const auto user = find_named(root["users"], user_name, "user")) {
+    if (const auto found_user = find_named(root["users"], user_name, "user")) {
+      const YAML::Node& user = *found_user;
       if (user["token"]) cfg.token = user["token"].as<std::string>();
       if (user["tokenFile"]) {
         std::filesystem::path p = user["tokenFile"].as<std::string>();

@@ -197,8 +197,15 @@ class ApiHandler(BaseHTTPRequestHandler):
         self.last_status = code
 
     def read_body(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        return json.loads(self.rfile.read(n)) if n else None
+        """The request body, read once: an unread body would be parsed as the next request."""
+        if not hasattr(self, "_body"):
+            n = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(n) if n else b""
+            try:
+                self._body = json.loads(raw) if raw else None
+            except ValueError:
+                self._body = raw.decode(errors="replace")
+        return self._body
 
     def do_GET(self):
         self.dispatch("GET")
@@ -217,6 +224,9 @@ class ApiHandler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         self.last_status = 0
+        if hasattr(self, "_body"):
+            del self._body  # keep-alive: the handler object serves the next request too
+        self.read_body()
         if DEBUG:
             print(f"double: {method} {self.path}", file=sys.stderr, flush=True)
         try:
