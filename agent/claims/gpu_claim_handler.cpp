@@ -1,0 +1,286 @@
+#include "agent/claims/gpu_claim_handler.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "agent/runtime/worker_pool.hpp"
+#include "cdi/naming.hpp"
+#include "cdi/spec_builder.hpp"
+
+namespace nvdra::claims {
+
+struct GpuClaimHandler::PlannedGroup {
+  std::vector<const InventoryDevice*> devices;
+  std::vector<std::size_t> results;  // into ClaimAllocation::results, parallel to devices
+  SharingPlan plan;
+  std::vector<std::string> uuids;      // all, sorted
+  std::vector<std::string> gpu_uuids;  // full GPUs, sorted
+};
+
+namespace {
+
+Error for_claim(Error e, const kubelet::ClaimRef& claim) {
+  if (e.claim.empty()) e.claim = claim.describe();
+  return e;
+}
+
+Error claim_error(ErrorCode code, std::string message, const kubelet::ClaimRef& claim) {
+  return for_claim(make_error(code, std::move(message)), claim);
+}
+
+}  // namespace
+
+boost::asio::awaitable<Result<bool>> claim_exists(ClaimSource& source, kubelet::ClaimRef claim) {
+  auto got = co_await source.get(claim);
+  if (got) co_return got->uid == claim.uid;
+  if (got.error().code == ErrorCode::kNotFound) co_return false;
+  co_return got.error();
+}
+
+GpuClaimHandler::GpuClaimHandler(runtime::WorkerPool& pool, ClaimSource& source, const GpuInventory& inventory,
+                                 CheckpointCommitter& committer, cdi::SpecStore& specs, MpsControl& mps,
+                                 GpuClaimHandlerOptions options)
+    : pool_(pool), source_(source), inventory_(inventory), committer_(committer), specs_(specs), mps_(mps),
+      options_(std::move(options)), smi_(options_.driver_root) {}
+
+MpsDaemon GpuClaimHandler::mps_daemon(const std::string& id, std::vector<std::string> uuids, MpsPlan plan) const {
+  std::sort(uuids.begin(), uuids.end());
+  return MpsDaemon{id, options_.mps_root + "/" + id, std::move(uuids), std::move(plan)};
+}
+
+Result<std::vector<GpuClaimHandler::PlannedGroup>> GpuClaimHandler::plan_claim(ClaimAllocation& allocation,
+                                                                               const kubelet::ClaimRef& claim) const {
+  ResolveInput input{std::string(kGpuDriverName), ClaimRef{claim.namespace_name, claim.name, claim.uid}, {}, {},
+                     options_.gates};
+  for (auto& r : allocation.results) {
+    if (r.driver != kGpuDriverName) continue;
+    const auto* device = inventory_.find(r.device);
+    if (!device) {
+      std::string known;
+      for (const auto& n : inventory_.names()) known += (known.empty() ? "" : ", ") + n;
+      return claim_error(ErrorCode::kFailedPrecondition,
+                         "allocated device \"" + r.device + "\" (request " + r.request +
+                             ") is not a device of this node; devices here: " + known,
+                         claim);
+    }
+    r.type = device->type;
+  }
+  input.results = allocation.results;
+  input.configs = allocation.configs;
+  auto resolution = resolve_configs(input);
+  if (!resolution) return for_claim(resolution.error(), claim);
+
+  std::vector<PlannedGroup> groups(resolution->groups.size());
+  for (std::size_t i = 0; i < resolution->group_of_result.size(); ++i) {
+    const auto& g = resolution->group_of_result[i];
+    if (!g) continue;
+    const auto* device = inventory_.find(allocation.results[i].device);
+    groups[*g].devices.push_back(device);
+    groups[*g].results.push_back(i);
+    groups[*g].uuids.push_back(device->uuid);
+    if (device->type == DeviceType::kGpu) groups[*g].gpu_uuids.push_back(device->uuid);
+  }
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    auto& group = groups[i];
+    std::sort(group.uuids.begin(), group.uuids.end());
+    std::sort(group.gpu_uuids.begin(), group.gpu_uuids.end());
+    auto plan = plan_sharing(resolution->groups[i].config, group.uuids);
+    if (!plan) return for_claim(plan.error(), claim);
+    group.plan = std::move(*plan);
+    if (group.plan.kind == SharingKind::kMps && group.plan.mps.multi_user)
+      for (const auto* d : group.devices)
+        if (d->type == DeviceType::kGpu && d->cuda_cc_major < 7)
+          return claim_error(ErrorCode::kFailedPrecondition,
+                             "multiuser mode was requested but is not supported: device " + d->name +
+                                 " has compute capability " + std::to_string(d->cuda_cc_major) + ".x, needs >= 7.0",
+                             claim);
+  }
+  return groups;
+}
+
+boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHandler::prepare(kubelet::ClaimRef claim) {
+  const auto& claims = committer_.current().claims;
+  if (auto it = claims.find(claim.uid); it != claims.end()) {
+    if (it->second.state == ClaimState::kPrepareCompleted) {
+      auto groups = decode_prepared_groups(it->second.prepared_devices, claim.describe());
+      if (!groups) co_return groups.error();
+      co_return to_prepared_devices(*groups);
+    }
+    // A prepare that stopped half-way (error, cancellation, crash): undo it, then start afresh.
+    auto undo = undo_groups(claim.uid, it->second);
+    if (!undo) co_return undo.error();
+    if (auto st = co_await undo_claim(claim, std::move(*undo)); !st) co_return st.error();
+  }
+  co_return co_await prepare_new(std::move(claim));
+}
+
+boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHandler::prepare_new(
+    kubelet::ClaimRef claim) {
+  auto allocation = co_await source_.get(claim);
+  if (!allocation) co_return for_claim(allocation.error(), claim);
+  if (allocation->uid != claim.uid)
+    co_return claim_error(ErrorCode::kFailedPrecondition,
+                          "claim " + claim.namespace_name + "/" + claim.name + ": UID mismatch: kubelet has " +
+                              claim.uid + ", the API has " + allocation->uid,
+                          claim);
+  auto groups = plan_claim(*allocation, claim);
+  if (!groups) co_return groups.error();
+
+  CheckpointedClaim entry{ClaimState::kPrepareStarted, encode_claim_status(*allocation), {}, claim.name,
+                          claim.namespace_name, {}};
+  if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return for_claim(st.error(), claim);
+
+  // Side effects, all on the pool. On failure the claim is rolled back at once, so the node keeps
+  // no half-prepared claim; if the rollback fails too, the PrepareStarted entry keeps it findable.
+  std::vector<PreparedGroup> prepared(groups->size());
+  std::vector<cdi::NamedEdits> edits;
+  Status side = co_await pool_.run([&]() -> Status {
+    for (std::size_t g = 0; g < groups->size(); ++g) {
+      const auto& group = (*groups)[g];
+      if (group.plan.kind == SharingKind::kTimeSlicing && !group.gpu_uuids.empty()) {
+        if (auto st = smi_.set_time_slice(group.gpu_uuids, group.plan.time_slice); !st) return st;
+        prepared[g].time_slice_applied = true;
+      }
+      std::optional<MpsDaemon> daemon;
+      if (group.plan.kind == SharingKind::kMps) {
+        daemon = mps_daemon(mps_daemon_id(claim.uid, group.uuids), group.uuids, group.plan.mps);
+        if (!group.gpu_uuids.empty())
+          if (auto st = smi_.set_compute_mode(group.gpu_uuids, "EXCLUSIVE_PROCESS"); !st) return st;
+        prepared[g].mps_daemon_id = daemon->id;
+        if (auto st = mps_.start(*daemon); !st) return st;
+      }
+      for (const auto* d : group.devices) {
+        cdi::ContainerEdits e;
+        if (d->type == DeviceType::kMig) {
+          auto mig = cdi::read_mig_edits(cdi::MigDevice{d->parent_minor, d->gi_id, d->ci_id}, options_.host);
+          if (!mig) return mig.error();
+          e = std::move(*mig);
+        } else {
+          e = cdi::gpu_edits(cdi::GpuDevice{d->minor, d->pci_bus_id}, options_.host);
+        }
+        if (daemon) {
+          auto mps = cdi::mps_edits(cdi::MpsSettings{daemon->pipe_dir(), daemon->shm_dir(), {}});
+          e.env.insert(e.env.end(), mps.env.begin(), mps.env.end());
+          e.mounts.insert(e.mounts.end(), mps.mounts.begin(), mps.mounts.end());
+          e.device_nodes.insert(e.device_nodes.end(), mps.device_nodes.begin(), mps.device_nodes.end());
+        }
+        edits.push_back(cdi::NamedEdits{d->name, std::move(e)});
+      }
+    }
+    auto spec = cdi::build_claim_spec(cdi::kGpuVendor, claim.uid, edits);
+    if (!spec) return spec.error();
+    if (auto st = specs_.write(*spec); !st) return st;
+    // The ids of the devices, in the order the groups listed them.
+    const std::string base = cdi::qualified_device_id(cdi::kGpuVendor, cdi::kDeviceClass, cdi::kGpuBaseDevice);
+    std::size_t next = 0;
+    for (std::size_t g = 0; g < groups->size(); ++g)
+      for (std::size_t k = 0; k < (*groups)[g].devices.size(); ++k) {
+        const auto* d = (*groups)[g].devices[k];
+        const auto& r = allocation->results[(*groups)[g].results[k]];
+        prepared[g].devices.push_back(PreparedEntry{d->type, d->uuid, d->parent_uuid, d->parent_minor, d->gi_id,
+                                                    d->ci_id, {r.request}, options_.node_name, d->name,
+                                                    {base, spec->device_ids[next++]}});
+      }
+    return {};
+  });
+  if (!side) {
+    std::vector<UndoGroup> undo;
+    for (const auto& g : *groups)
+      undo.push_back(UndoGroup{g.gpu_uuids, g.uuids, g.plan.kind == SharingKind::kTimeSlicing,
+                               g.plan.kind == SharingKind::kMps ? mps_daemon_id(claim.uid, g.uuids) : "", g.plan.mps});
+    (void)co_await undo_claim(claim, std::move(undo));  // the error below is the one to report
+    co_return for_claim(side.error(), claim);
+  }
+
+  entry.state = ClaimState::kPrepareCompleted;
+  entry.prepared_devices = encode_prepared_groups(prepared);
+  if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return for_claim(st.error(), claim);
+  co_return to_prepared_devices(prepared);
+}
+
+boost::asio::awaitable<Status> GpuClaimHandler::unprepare(kubelet::ClaimRef claim) {
+  const auto& claims = committer_.current().claims;
+  auto it = claims.find(claim.uid);
+  if (it == claims.end()) {
+    // Unknown to the checkpoint; a spec file left by a crash before the entry was written (or by
+    // an upstream plugin) still goes, so unprepare leaves nothing of the claim behind.
+    Status st = co_await pool_.run([&] { return specs_.remove_claim(cdi::kGpuVendor, claim.uid); });
+    if (!st) co_return for_claim(st.error(), claim);
+    co_return Status{};
+  }
+  auto undo = undo_groups(claim.uid, it->second);
+  if (!undo) co_return undo.error();
+  co_return co_await undo_claim(std::move(claim), std::move(*undo));
+}
+
+Result<std::vector<GpuClaimHandler::UndoGroup>> GpuClaimHandler::undo_groups(const std::string& uid,
+                                                                             const CheckpointedClaim& entry) const {
+  kubelet::ClaimRef claim{entry.ns, entry.name, uid};
+  std::vector<UndoGroup> out;
+  if (entry.state == ClaimState::kPrepareCompleted) {
+    auto groups = decode_prepared_groups(entry.prepared_devices, claim.describe());
+    if (!groups) return groups.error();
+    for (const auto& g : *groups) {
+      UndoGroup u;
+      for (const auto& d : g.devices) {
+        u.uuids.push_back(d.uuid);
+        if (d.type == DeviceType::kGpu) u.gpu_uuids.push_back(d.uuid);
+      }
+      u.time_sliced = g.time_slice_applied;
+      u.mps_daemon_id = g.mps_daemon_id;
+      out.push_back(std::move(u));
+    }
+    return out;
+  }
+  // PrepareStarted: redo the plan from the recorded status; undoing a step that never ran is a no-op.
+  auto allocation = decode_claim_status(entry.status, uid);
+  if (!allocation) return allocation.error();
+  auto groups = plan_claim(*allocation, claim);
+  if (!groups) return out;  // the plan failed before any side effect could have happened
+  for (const auto& g : *groups)
+    out.push_back(UndoGroup{g.gpu_uuids, g.uuids, g.plan.kind == SharingKind::kTimeSlicing,
+                            g.plan.kind == SharingKind::kMps ? mps_daemon_id(uid, g.uuids) : "", g.plan.mps});
+  return out;
+}
+
+std::vector<std::string> GpuClaimHandler::time_sliced_elsewhere(const std::string& uid) const {
+  std::vector<std::string> out;
+  for (const auto& [other, entry] : committer_.current().claims) {
+    if (other == uid || entry.state != ClaimState::kPrepareCompleted) continue;
+    auto groups = decode_prepared_groups(entry.prepared_devices, other);
+    if (!groups) continue;
+    for (const auto& g : *groups)
+      if (g.time_slice_applied)
+        for (const auto& d : g.devices)
+          if (d.type == DeviceType::kGpu) out.push_back(d.uuid);
+  }
+  return out;
+}
+
+boost::asio::awaitable<Status> GpuClaimHandler::undo_claim(kubelet::ClaimRef claim, std::vector<UndoGroup> groups) {
+  // The default time slice comes back only when no other prepared claim still time-slices the GPU.
+  std::vector<std::string> keep = time_sliced_elsewhere(claim.uid);
+  Status st = co_await pool_.run([&]() -> Status {
+    for (const auto& g : groups) {
+      if (!g.mps_daemon_id.empty()) {
+        if (auto s = mps_.stop(mps_daemon(g.mps_daemon_id, g.uuids, g.mps)); !s) return s;
+        if (!g.gpu_uuids.empty())
+          if (auto s = smi_.set_compute_mode(g.gpu_uuids, "DEFAULT"); !s) return s;
+      }
+      if (g.time_sliced) {
+        std::vector<std::string> reset;
+        for (const auto& u : g.gpu_uuids)
+          if (std::find(keep.begin(), keep.end(), u) == keep.end()) reset.push_back(u);
+        if (!reset.empty())
+          if (auto s = smi_.set_time_slice(reset, kDefaultTimeSlice); !s) return s;
+      }
+    }
+    return specs_.remove_claim(cdi::kGpuVendor, claim.uid);
+  });
+  if (!st) co_return for_claim(st.error(), claim);
+  if (auto c = co_await committer_.commit({ClaimUpdate{claim.uid, std::nullopt}}); !c)
+    co_return for_claim(c.error(), claim);
+  co_return Status{};
+}
+
+}  // namespace nvdra::claims

@@ -1,0 +1,97 @@
+#pragma once
+// GpuClaimHandler — prepare/unprepare of gpu.nvidia.com claims (full GPUs, static MIG devices)
+// behind kubelet::ClaimHandler (see its contract). Flow per claim (DEVELOPERS.md "Flow"):
+// checkpoint fast path → claim lookup (ClaimSource) → config resolution → PrepareStarted (durable,
+// before any side effect) → sharing (nvidia-smi time slice / MPS daemon) → claim CDI spec →
+// PrepareCompleted → answer. Unprepare undoes sharing, removes the spec, then the entry. Every
+// step is idempotent, so a rerun after a crash converges; a PrepareStarted entry is rolled back
+// (at the next prepare/unprepare of the claim, or by recover() at start-up).
+//
+// Thread: call on the io_context thread that runs the committer; blocking work (exec, CDI writes,
+// sysfs reads) goes to the WorkerPool. Lifetime: every reference must outlive the handler.
+#include <boost/asio/awaitable.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "agent/claims/checkpoint_committer.hpp"
+#include "agent/claims/claim_source.hpp"
+#include "agent/claims/gpu_inventory.hpp"
+#include "agent/claims/helper_program_mps.hpp"
+#include "agent/claims/prepared_claim.hpp"
+#include "agent/claims/time_slicing.hpp"
+#include "agent/kubelet/claim_handler.hpp"
+#include "cdi/device_edits.hpp"
+#include "cdi/spec_store.hpp"
+
+namespace nvdra::runtime {
+class WorkerPool;
+}
+
+namespace nvdra::claims {
+
+struct GpuClaimHandlerOptions {
+  std::string node_name;          // the pool name in answers (NVIDIA convention)
+  std::string driver_root = "/";  // where nvidia-smi is found, as the agent sees it
+  std::string mps_root;           // <plugins dir>/gpu.nvidia.com/mps: one <daemon id>/ per MPS group
+  cdi::HostView host;             // how CDI device edits read the host
+  ConfigGates gates;              // copied from config::FeatureGates
+};
+
+// Whether a checkpointed claim still exists in the API (same namespace, name and UID).
+using ClaimExists = std::function<boost::asio::awaitable<Result<bool>>(kubelet::ClaimRef)>;
+// ClaimSource::get as a ClaimExists answer: kNotFound or another UID → false.
+boost::asio::awaitable<Result<bool>> claim_exists(ClaimSource& source, kubelet::ClaimRef claim);
+
+struct RecoveryReport {
+  std::vector<std::string> rolled_back;    // PrepareStarted claims undone (UIDs)
+  std::vector<std::string> unprepared;     // completed claims whose API object is gone
+  std::vector<std::string> orphan_specs;   // CDI claim spec files no checkpoint entry owned
+  std::vector<Error> errors;               // per claim/file; the rest carried on
+};
+
+class GpuClaimHandler final : public kubelet::ClaimHandler {
+ public:
+  GpuClaimHandler(runtime::WorkerPool& pool, ClaimSource& source, const GpuInventory& inventory,
+                  CheckpointCommitter& committer, cdi::SpecStore& specs, MpsControl& mps,
+                  GpuClaimHandlerOptions options);
+
+  boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare(kubelet::ClaimRef claim) override;
+  boost::asio::awaitable<Status> unprepare(kubelet::ClaimRef claim) override;
+
+  // Start-up, before serving kubelet: rolls back PrepareStarted claims, unprepares completed claims
+  // for which `exists` answers false (an error keeps the claim), and removes claim spec files of
+  // this driver's vendor that no checkpoint entry owns.
+  boost::asio::awaitable<RecoveryReport> recover(ClaimExists exists);
+
+ private:
+  // What undoing a claim's sharing takes, from a plan (PrepareStarted) or the checkpoint (completed).
+  struct UndoGroup {
+    std::vector<std::string> gpu_uuids;  // full GPUs of the group
+    std::vector<std::string> uuids;      // all UUIDs (MPS daemon id)
+    bool time_sliced = false;
+    std::string mps_daemon_id;
+    MpsPlan mps;
+  };
+  struct PlannedGroup;
+
+  Result<std::vector<PlannedGroup>> plan_claim(ClaimAllocation& allocation, const kubelet::ClaimRef& claim) const;
+  boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare_new(kubelet::ClaimRef claim);
+  // Undoes side effects, removes the CDI spec and the checkpoint entry.
+  boost::asio::awaitable<Status> undo_claim(kubelet::ClaimRef claim, std::vector<UndoGroup> groups);
+  Result<std::vector<UndoGroup>> undo_groups(const std::string& uid, const CheckpointedClaim& entry) const;
+  std::vector<std::string> time_sliced_elsewhere(const std::string& uid) const;
+  MpsDaemon mps_daemon(const std::string& id, std::vector<std::string> uuids, MpsPlan plan) const;
+
+  runtime::WorkerPool& pool_;
+  ClaimSource& source_;
+  const GpuInventory& inventory_;
+  CheckpointCommitter& committer_;
+  cdi::SpecStore& specs_;
+  MpsControl& mps_;
+  GpuClaimHandlerOptions options_;
+  NvidiaSmi smi_;
+};
+
+}  // namespace nvdra::claims

@@ -1,0 +1,76 @@
+#include "agent/claims/helper_program_mps.hpp"
+
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+
+#include "agent/claims/helper_program.hpp"
+
+namespace nvdra::claims {
+namespace fs = std::filesystem;
+
+std::string mps_daemon_id(const std::string& claim_uid, std::vector<std::string> uuids) {
+  std::sort(uuids.begin(), uuids.end());
+  std::string joined;
+  for (const auto& u : uuids) joined += (joined.empty() ? "" : ",") + u;
+  std::array<unsigned char, SHA256_DIGEST_LENGTH> digest{};
+  SHA256(reinterpret_cast<const unsigned char*>(joined.data()), joined.size(), digest.data());
+  char hex[7];
+  std::snprintf(hex, sizeof hex, "%02x%02x%02x", digest[0], digest[1], digest[2]);
+  return claim_uid + "-" + std::string(hex, 5);
+}
+
+Result<std::string> ProcessMpsControl::locate() const {
+  std::string tried;
+  for (const char* dir : {"/", "/opt/bin", "/usr/bin", "/usr/sbin", "/bin", "/sbin"}) {
+    auto path = (fs::path(driver_root_) / fs::path(dir).relative_path() / "nvidia-cuda-mps-control").lexically_normal();
+    std::error_code ec;
+    if (fs::is_regular_file(path, ec)) return path.string();
+    tried += (tried.empty() ? "" : ", ") + path.string();
+  }
+  return make_error(ErrorCode::kNotFound,
+                    "nvidia-cuda-mps-control not found under driver root " + driver_root_ + " (tried " + tried + ")");
+}
+
+Status ProcessMpsControl::start(const MpsDaemon& daemon) {
+  auto control = locate();
+  if (!control) return control.error();
+  for (const auto& dir : {daemon.pipe_dir(), daemon.shm_dir(), daemon.log_dir()}) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return make_error(ErrorCode::kUnavailable, "cannot create MPS directory " + dir + ": " + ec.message());
+  }
+  std::string visible;
+  for (const auto& u : daemon.uuids) visible += (visible.empty() ? "" : ",") + u;
+  std::vector<std::string> env{"CUDA_MPS_PIPE_DIRECTORY=" + daemon.pipe_dir(),
+                               "CUDA_MPS_LOG_DIRECTORY=" + daemon.log_dir(), "CUDA_VISIBLE_DEVICES=" + visible};
+  HelperProgram start{{*control, "-d"}, env, {}};
+  if (daemon.plan.multi_user) start.argv.push_back("-M");
+  if (auto st = run_helper_program(start); !st) return st;
+  std::string commands;
+  if (daemon.plan.active_thread_percentage)
+    commands += "set_default_active_thread_percentage " + std::to_string(*daemon.plan.active_thread_percentage) + "\n";
+  for (const auto& [uuid, limit] : daemon.plan.pinned_limits)
+    commands += "set_default_device_pinned_mem_limit " + uuid + " " + limit + "\n";
+  if (commands.empty()) return {};
+  return run_helper_program(HelperProgram{{*control}, env, commands});
+}
+
+Status ProcessMpsControl::stop(const MpsDaemon& daemon) {
+  std::error_code ec;
+  if (fs::exists(daemon.pipe_dir(), ec)) {
+    auto control = locate();
+    if (!control) return control.error();
+    HelperProgram quit{{*control}, {"CUDA_MPS_PIPE_DIRECTORY=" + daemon.pipe_dir(), "CUDA_MPS_LOG_DIRECTORY=" + daemon.log_dir()},
+                       "quit\n"};
+    if (auto st = run_helper_program(quit); !st) return st;
+  }
+  fs::remove_all(daemon.root_dir, ec);
+  if (ec) return make_error(ErrorCode::kUnavailable, "cannot remove MPS directory " + daemon.root_dir + ": " + ec.message());
+  return {};
+}
+
+}  // namespace nvdra::claims

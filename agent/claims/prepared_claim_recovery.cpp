@@ -1,0 +1,68 @@
+// GpuClaimHandler::recover — start-up reconciliation of the checkpoint, the API and the CDI
+// directory (issue "GPU claims" §3; reference §6.3–6.4). Kept apart from the per-claim pipeline.
+#include <optional>
+#include <string_view>
+
+#include "agent/claims/gpu_claim_handler.hpp"
+#include "agent/runtime/worker_pool.hpp"
+#include "cdi/naming.hpp"
+
+namespace nvdra::claims {
+
+namespace {
+
+// The claim UID of "<vendor>-claim_<uid>.json|.yaml", or "" for other files.
+std::string claim_uid_of(std::string_view file) {
+  const std::string prefix = cdi::transient_spec_name(cdi::kGpuVendor, cdi::kClaimClass, "");
+  if (file.substr(0, prefix.size()) != prefix) return {};
+  for (std::string_view ext : {cdi::kSpecExtension, cdi::kLegacySpecExtension})
+    if (file.size() > prefix.size() + ext.size() && file.substr(file.size() - ext.size()) == ext)
+      return std::string(file.substr(prefix.size(), file.size() - prefix.size() - ext.size()));
+  return {};
+}
+
+}  // namespace
+
+boost::asio::awaitable<RecoveryReport> GpuClaimHandler::recover(ClaimExists exists) {
+  RecoveryReport report;
+  // A copy: the loop commits (erases entries) while it walks.
+  const auto entries = committer_.current().claims;
+  for (const auto& [uid, entry] : entries) {
+    kubelet::ClaimRef claim{entry.ns, entry.name, uid};
+    if (entry.state == ClaimState::kPrepareStarted) {
+      auto undo = undo_groups(uid, entry);
+      Status st = undo ? co_await undo_claim(claim, std::move(*undo)) : Status(undo.error());
+      if (st) report.rolled_back.push_back(uid);
+      else report.errors.push_back(st.error());
+      continue;
+    }
+    if (entry.state != ClaimState::kPrepareCompleted) continue;
+    if (entry.name.empty()) continue;  // written by a plugin that did not record the name: cannot ask
+    auto still = co_await exists(claim);
+    if (!still) {
+      report.errors.push_back(still.error());
+      continue;
+    }
+    if (*still) continue;
+    if (auto st = co_await unprepare(claim); st) report.unprepared.push_back(uid);
+    else report.errors.push_back(st.error());
+  }
+
+  // optional: co_spawn needs a default-constructible result type.
+  auto listed = co_await pool_.run([this] { return std::optional(specs_.list()); });
+  auto& files = *listed;
+  if (!files) {
+    report.errors.push_back(files.error());
+    co_return report;
+  }
+  for (const auto& file : *files) {
+    std::string uid = claim_uid_of(file);
+    if (uid.empty() || committer_.current().claims.count(uid)) continue;
+    Status st = co_await pool_.run([this, &uid] { return specs_.remove_claim(cdi::kGpuVendor, uid); });
+    if (st) report.orphan_specs.push_back(file);
+    else report.errors.push_back(st.error());
+  }
+  co_return report;
+}
+
+}  // namespace nvdra::claims
