@@ -87,6 +87,8 @@ class ApiServerDouble:
 
         self.httpd = ThreadingHTTPServer((host, port), Handler)
         self.httpd.daemon_threads = True
+        # Clients that give up mid-handshake (cancelled, shut down) are normal here: no traceback.
+        self.httpd.handle_error = lambda request, address: None
         self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True, do_handshake_on_connect=False)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
