@@ -21,8 +21,9 @@ DoubleProcess::DoubleProcess(std::vector<std::string> args) {
   char tmpl[] = "/tmp/nvdra-k8s-double-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
+  // ctest may not pass NVDRA_SOURCE_DIR; the configured source dir is the fallback.
   const char* src = std::getenv("NVDRA_SOURCE_DIR");
-  const std::string lib = std::string(src ? src : ".") + "/test/lib";
+  const std::string lib = std::string(src ? src : NVDRA_SOURCE_DIR_DEFAULT) + "/test/lib";
   std::vector<std::string> argv_s = {"python3", "-m", "apiserver_double", "--dir", dir_, "--node", "node1"};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;

@@ -73,8 +73,9 @@ TEST(WatchDecoder, ErrorEventCarriesTheStatus) {
 
 // The fuzzer's seed corpus, replayed as a regression test (the fuzzer itself needs clang).
 TEST(WatchDecoder, FuzzSeedsDecodeWithoutCrashing) {
+  // ctest may not pass NVDRA_SOURCE_DIR; the configured source dir is the fallback.
   const char* src = std::getenv("NVDRA_SOURCE_DIR");
-  const std::filesystem::path dir = std::filesystem::path(src ? src : ".") / "test/k8s/fuzz/watch_decoder_seeds";
+  const std::filesystem::path dir = std::filesystem::path(src ? src : NVDRA_SOURCE_DIR_DEFAULT) / "test/k8s/fuzz/watch_decoder_seeds";
   ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
   int seeds = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
