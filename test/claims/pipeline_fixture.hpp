@@ -176,8 +176,10 @@ class PipelineTest : public ::testing::Test {
   static inline std::unique_ptr<GpuInventory> inventory_;
   TempDir tmp_;
   std::string driver_root_, host_root_, smi_log_;
-  runtime::WorkerPool pool_{2};
+  // io_ outlives pool_: work still finishing on the pool at teardown (a committer save) posts its
+  // completion to io_.
   asio::io_context io_;
+  runtime::WorkerPool pool_{2};
   MemoryCheckpointStore checkpoints_;
   cdi::MemorySpecStore specs_;
   FakeClaimSource source_;
