@@ -13,6 +13,9 @@ namespace nvdra {
 template <class T>
 class [[nodiscard]] Result {
  public:
+  // Asio's co_spawn needs awaitable results to be default-constructible; an unset Result is an
+  // internal error, never a silent success.
+  Result() : v_(std::in_place_index<1>, Error{ErrorCode::kInternal, "result was never set", {}, {}}) {}
   Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}        // NOLINT: implicit by design
   Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}    // NOLINT: implicit by design
 

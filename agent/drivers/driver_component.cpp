@@ -12,6 +12,8 @@
 #include <stdexcept>
 
 #include "agent/base/log.hpp"
+#include "agent/drivers/node_resources.hpp"
+#include "k8s/slice_publisher.hpp"
 #include "agent/kubelet/no_devices_claim_handler.hpp"
 #include "agent/runtime/readiness.hpp"
 #include "agent/runtime/worker_pool.hpp"
@@ -77,10 +79,29 @@ boost::asio::awaitable<void> DriverComponent::serve() {
   };
   co_await ctx_.workers.run(std::move(start));
   log->info("driver={} data_dir={} started", name(), data_dir.string());
-  // Nothing to publish in this build yet: the ResourceSlice publisher will satisfy this.
-  ctx_.readiness.satisfy(published_condition(kind_));
-  boost::asio::steady_timer forever(ctx_.executor, boost::asio::steady_timer::time_point::max());
-  co_await forever.async_wait(boost::asio::use_awaitable);
+  co_await publish();
+}
+
+boost::asio::awaitable<void> DriverComponent::publish() {
+  auto log = nvdra::logger(name());
+  if (!api_server_configured(ctx_.options)) {
+    log->warn("driver={} no --kubeconfig and not in a cluster: serving kubelet without publishing "
+              "ResourceSlices, ignoring", name());
+    ctx_.readiness.satisfy(published_condition(kind_));
+    boost::asio::steady_timer forever(ctx_.executor, boost::asio::steady_timer::time_point::max());
+    co_await forever.async_wait(boost::asio::use_awaitable);
+    co_return;
+  }
+  auto api = connect_api_server(ctx_);
+  if (!api) throw std::runtime_error("driver " + name() + ": Kubernetes API: " + api.error().describe());
+  auto resources = co_await discover_resources(kind_, ctx_);
+  if (!resources) throw std::runtime_error("driver " + name() + ": discovery: " + resources.error().describe());
+  log->info("driver={} devices={} publishing", name(), resources->devices.size());
+  publisher_ = std::make_unique<k8s::SlicePublisher>(ctx_.executor, *api,
+                                                     k8s::PublisherOptions{name(), ctx_.options.node_name});
+  publisher_->on_converged([this] { ctx_.readiness.satisfy(published_condition(kind_)); });
+  publisher_->set_desired(std::move(*resources));
+  co_await publisher_->run();
 }
 
 boost::asio::awaitable<void> DriverComponent::run() {

@@ -13,6 +13,8 @@
 
 namespace nvdra::kubelet { class ClaimHandler; }
 
+namespace nvdra::k8s { class SlicePublisher; }
+
 namespace nvdra::drivers {
 
 class DriverComponent final : public Component {
@@ -33,12 +35,14 @@ class DriverComponent final : public Component {
 
  private:
   kubelet::PluginServerConfig plugin_config() const;
-  boost::asio::awaitable<void> serve();  // start the plugin, then wait until cancelled
+  boost::asio::awaitable<void> serve();    // start the plugin, then publish until cancelled
+  boost::asio::awaitable<void> publish();  // discover and keep this node's ResourceSlices right
 
   config::DriverKind kind_;
   RunContext& ctx_;
   std::unique_ptr<kubelet::ClaimHandler> claims_;
-  std::unique_ptr<kubelet::PluginServer> plugin_;  // rebuilt by each run(): a restart starts clean
+  std::unique_ptr<kubelet::PluginServer> plugin_;
+  std::unique_ptr<k8s::SlicePublisher> publisher_;  // rebuilt by each run(): a restart starts clean
 };
 
 }  // namespace nvdra::drivers
