@@ -19,7 +19,7 @@
 #include <string>
 
 #include "k8s/api_server.hpp"
-#include "k8s/backoff.hpp"
+#include "agent/base/backoff.hpp"
 #include "k8s/change_signal.hpp"
 
 namespace nvdra::k8s {

@@ -10,7 +10,7 @@
 #include <exception>
 
 #include "agent/base/log.hpp"
-#include "agent/runtime/backoff.hpp"
+#include "agent/base/backoff.hpp"
 
 namespace asio = boost::asio;
 

@@ -16,7 +16,7 @@
 #include <cstring>
 
 #include "agent/base/log.hpp"
-#include "agent/runtime/backoff.hpp"
+#include "agent/base/backoff.hpp"
 
 namespace asio = boost::asio;
 using namespace boost::asio::experimental::awaitable_operators;
@@ -189,7 +189,7 @@ void BusConnection::remove(std::list<std::shared_ptr<Entry>>::iterator it) {
 }
 
 asio::awaitable<void> BusConnection::run() {
-  runtime::Backoff backoff(std::chrono::milliseconds(100), std::chrono::seconds(30));
+  Backoff backoff(std::chrono::milliseconds(100), std::chrono::seconds(30));
   asio::steady_timer pause(ex_);
   struct Closer {
     BusConnection* self;

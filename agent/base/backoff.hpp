@@ -1,4 +1,5 @@
 #pragma once
+// In agent/base so the leaf folders (k8s) share it with the runtime.
 // Capped exponential backoff with full jitter, as client-go's wait.Backoff does it: the delay
 // doubles per attempt up to `cap`, and a random fraction of it is used so that restarting peers
 // do not retry in lock-step.
@@ -6,7 +7,7 @@
 #include <chrono>
 #include <random>
 
-namespace nvdra::runtime {
+namespace nvdra {
 
 class Backoff {
  public:
@@ -29,4 +30,4 @@ class Backoff {
   std::minstd_rand rng_{std::random_device{}()};
 };
 
-}  // namespace nvdra::runtime
+}  // namespace nvdra
