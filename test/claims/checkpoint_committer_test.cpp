@@ -55,8 +55,8 @@ std::vector<Status> run_all(asio::io_context& io, int n, Make make) {
 TEST(CheckpointCommitter, SixtyFourConcurrentClaimsShareAFewFsyncs) {
   testing::TempDir tmp;
   auto store = FileCheckpointStore::open({tmp.path()}).value();
+  asio::io_context io;  // declared first: pool work still finishing posts its completion here
   runtime::WorkerPool pool(2);
-  asio::io_context io;
   CheckpointCommitter committer(io.get_executor(), pool, *store, Checkpoint{});
   auto statuses = run_all(io, 64, [&](int i) { return committer.commit({started("uid-" + std::to_string(i))}); });
   for (const auto& s : statuses) EXPECT_TRUE(s.ok());
@@ -70,8 +70,8 @@ TEST(CheckpointCommitter, SixtyFourConcurrentClaimsShareAFewFsyncs) {
 
 TEST(CheckpointCommitter, SequentialCommitsAreEachDurableBeforeTheCallerResumes) {
   MemoryCheckpointStore store;
+  asio::io_context io;  // declared first: pool work still finishing posts its completion here
   runtime::WorkerPool pool(1);
-  asio::io_context io;
   CheckpointCommitter committer(io.get_executor(), pool, store, Checkpoint{});
   auto statuses = run_all(io, 1, [&](int) -> asio::awaitable<Status> {
     auto a = co_await committer.commit({started("a")});
@@ -88,8 +88,8 @@ TEST(CheckpointCommitter, SequentialCommitsAreEachDurableBeforeTheCallerResumes)
 
 TEST(CheckpointCommitter, FailedSaveFailsItsCallersAndDropsTheirUpdatesFromMemory) {
   MemoryCheckpointStore store;
+  asio::io_context io;  // declared first: pool work still finishing posts its completion here
   runtime::WorkerPool pool(1);
-  asio::io_context io;
   CheckpointCommitter committer(io.get_executor(), pool, store, Checkpoint{});
   store.fail_next_saves(1);
   auto first = run_all(io, 1, [&](int) { return committer.commit({started("a")}); });
@@ -137,8 +137,8 @@ class GatedStore final : public CheckpointStore {
 
 TEST(CheckpointCommitter, CancelledCallerReturnsAtOnceAndItsUpdateIsStillWritten) {
   GatedStore store;
+  asio::io_context io;  // declared first: pool work still finishing posts its completion here
   runtime::WorkerPool pool(1);
-  asio::io_context io;
   auto guard = asio::make_work_guard(io);
   CheckpointCommitter committer(io.get_executor(), pool, store, Checkpoint{});
   asio::cancellation_signal cancel;
@@ -168,8 +168,8 @@ TEST(CheckpointCommitter, CancelledCallerReturnsAtOnceAndItsUpdateIsStillWritten
 
 TEST(CheckpointCommitter, UpdatesOfOneCallAreWrittenTogether) {
   MemoryCheckpointStore store;
+  asio::io_context io;  // declared first: pool work still finishing posts its completion here
   runtime::WorkerPool pool(1);
-  asio::io_context io;
   Checkpoint initial;
   initial.claims["old"] = started("old").claim.value();
   CheckpointCommitter committer(io.get_executor(), pool, store, initial);
