@@ -3,6 +3,8 @@
 // thread never blocks. `co_await pool.run(fn)` runs fn on a pool thread and resumes the caller on
 // its own executor. fn cannot be interrupted once started: cancelling the awaiting coroutine takes
 // effect when fn returns, which is why work handed here must be bounded.
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -28,13 +30,15 @@ class WorkerPool {
     return boost::asio::co_spawn(
         pool_.get_executor(),
         [fn = std::move(fn)]() mutable -> boost::asio::awaitable<R> {
-          // The awaiting coroutine's cancellation is forwarded here. fn cannot be interrupted, and
-          // Asio 1.81's co_spawn entry point awaits once more after we return: with the state still
-          // "cancelled" that await would throw on a pool thread and terminate the process.
+          // fn cannot be interrupted, and Asio 1.81's co_spawn entry point awaits once more after
+          // we return: a "cancelled" state there would throw on a pool thread.
           co_await boost::asio::this_coro::throw_if_cancelled(false);
           co_return fn();
         },
-        boost::asio::use_awaitable);
+        // An empty slot: the awaiter's cancellation is not forwarded at all. Forwarded, it could
+        // reach the child before its entry point's first await, which then throws on a pool
+        // thread (std::terminate) — seen when SIGTERM arrived while a plugin was starting.
+        boost::asio::bind_cancellation_slot(boost::asio::cancellation_slot(), boost::asio::use_awaitable));
   }
 
   boost::asio::thread_pool::executor_type executor() noexcept { return pool_.get_executor(); }
