@@ -13,6 +13,9 @@
 #include "agent/runtime/readiness.hpp"
 #include "agent/runtime/supervisor.hpp"
 #include "agent/runtime/worker_pool.hpp"
+#include "agent/status/agent_status.hpp"
+#include "agent/systemd_bus/bus_connection.hpp"
+#include "agent/systemd_bus/status_service.hpp"
 #include "agent/systemd/notifier.hpp"
 #include "agent/systemd/watchdog.hpp"
 
@@ -39,7 +42,11 @@ int App::run() {
   runtime::WorkerPool workers(4);
   runtime::Readiness readiness;
   runtime::Supervisor supervisor(io.get_executor());
-  RunContext ctx{io.get_executor(), workers, readiness, *notifier_, options_};
+  status::AgentStatus status(NVDRA_VERSION, options_.node_name);
+  // One system-bus connection for the status service and the IMEX unit watcher. No bus (a pod
+  // without the host's bus) is reported once by the connection; the agent works on without it.
+  systemd_bus::BusConnection bus(io.get_executor(), systemd_bus::BusEndpoint{});
+  RunContext ctx{io.get_executor(), workers, readiness, *notifier_, options_, status, bus};
   supervisor.on_deadline([&io] { io.stop(); });
 
   // Signals first: from here on SIGTERM means a clean stop, so STATUS=starting may announce it.
@@ -61,7 +68,12 @@ int App::run() {
   systemd::Watchdog watchdog(*notifier_);
   supervisor.spawn("watchdog", [&watchdog] { return watchdog.run(); }, runtime::OnFailure::kExitProcess);
 
+  supervisor.spawn("system-bus", [&bus] { return bus.run(); }, runtime::OnFailure::kRestart);
   std::vector<std::unique_ptr<Component>> components;
+  auto status_service = std::make_unique<systemd_bus::StatusService>(bus);
+  status_service->update(status.snapshot());
+  status.on_change([svc = status_service.get()](const systemd_bus::StatusSnapshot& s) { svc->update(s); });
+  components.push_back(std::move(status_service));
   for (auto kind : options_.drivers) components.push_back(std::make_unique<drivers::DriverComponent>(kind, ctx));
 
   for (auto& c : components) c->declare(readiness);
@@ -69,6 +81,7 @@ int App::run() {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
     log->info("ready ms={}", ms.count());
     notifier_->ready();
+    status.set_ready(true);
   });
   for (auto& c : components) {
     Component* raw = c.get();

@@ -12,6 +12,8 @@
 
 namespace nvdra::config { struct Options; }
 namespace nvdra::systemd { class Notifier; }
+namespace nvdra::systemd_bus { class BusConnection; }
+namespace nvdra::status { class AgentStatus; }
 
 namespace nvdra::runtime {
 class Readiness;
@@ -27,6 +29,8 @@ struct RunContext {
   runtime::Readiness& readiness;
   systemd::Notifier& notifier;
   const config::Options& options;
+  status::AgentStatus& status;             // what host tooling sees (D-Bus StatusService)
+  systemd_bus::BusConnection& system_bus;  // shared: status service and IMEX unit watcher
 };
 
 class Component {

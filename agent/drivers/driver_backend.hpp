@@ -1,0 +1,38 @@
+#pragma once
+// DriverBackend — what differs between the two DRA drivers inside a DriverComponent: how the
+// driver starts (stores, base CDI spec, crash recovery), which ClaimHandler serves kubelet, which
+// devices it publishes, and its device health. DriverComponent owns the sockets, registration and
+// the ResourceSlice publisher and asks the backend for the rest, in this order:
+//   start(api) → claims()/health() handed to the kubelet plugin → resources() published.
+// A failed start() fails this driver only (the Supervisor restarts it with backoff); the other
+// driver keeps running. All calls on the io_context thread.
+#include <boost/asio/awaitable.hpp>
+
+#include <memory>
+
+#include "agent/base/device.hpp"
+#include "agent/base/result.hpp"
+#include "agent/component.hpp"
+
+namespace nvdra::k8s { class ApiServer; }
+namespace nvdra::kubelet {
+class ClaimHandler;
+class HealthSource;
+}  // namespace nvdra::kubelet
+
+namespace nvdra::drivers {
+
+class DriverBackend {
+ public:
+  virtual ~DriverBackend() = default;
+  // Opens what the driver needs and repairs state left by a crash, before kubelet is served.
+  // `api` is null when no API server is configured (claims then fail with a clear error).
+  virtual boost::asio::awaitable<Status> start(std::shared_ptr<k8s::ApiServer> api) = 0;
+  // Valid after a successful start(), until the backend is destroyed.
+  virtual kubelet::ClaimHandler& claims() = 0;
+  virtual kubelet::HealthSource* health() { return nullptr; }
+  // What this node publishes for the driver; called after start().
+  virtual boost::asio::awaitable<Result<DriverResources>> resources() = 0;
+};
+
+}  // namespace nvdra::drivers
