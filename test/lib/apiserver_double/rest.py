@@ -2,11 +2,12 @@
 import json
 import time
 
+from .custom_resources import STATUS_SUBRESOURCE, merge_for_subresource
 from .server import RESOURCES, selector_matcher, status
 
 
 def parse_path(path):
-    """('/apis/g/v' | '/api/v1') [/namespaces/ns] /plural [/name] -> (gv, ns, plural, name)."""
+    """('/apis/g/v' | '/api/v1') [/namespaces/ns] /plural [/name [/status]] -> (gv, ns, plural, name, sub)."""
     parts = [p for p in path.split("/") if p]
     if parts[:1] == ["api"] and len(parts) >= 3:
         gv, rest = parts[1], parts[2:]
@@ -17,9 +18,11 @@ def parse_path(path):
     ns = ""
     if len(rest) >= 3 and rest[0] == "namespaces":
         ns, rest = rest[1], rest[2:]
+    if len(rest) == 3 and rest[2] == "status":
+        return gv, ns, rest[0], rest[1], "status"
     if len(rest) not in (1, 2):
         return None
-    return gv, ns, rest[0], rest[1] if len(rest) == 2 else ""
+    return gv, ns, rest[0], rest[1] if len(rest) == 2 else "", ""
 
 
 def handle_rest(h, d, method, path, query):
@@ -27,8 +30,11 @@ def handle_rest(h, d, method, path, query):
     if not parsed or (parsed[0], parsed[2]) not in RESOURCES:
         h.send_json(404, status(404, "NotFound", f"the server could not find the requested resource ({path})"))
         return
-    gv, ns, plural, name = parsed
+    gv, ns, plural, name, sub = parsed
     kind, _ = RESOURCES[(gv, plural)]
+    if sub and (method != "PUT" or f"{gv}/{plural}" not in STATUS_SUBRESOURCE):
+        h.send_json(405, status(405, "MethodNotAllowed", f"{method} is not allowed on {path}"))
+        return
     resource = f"{gv}/{plural}"
     watch = query.get("watch") in ("1", "true")
     fault = d.take_fault("WATCH" if watch else method, plural, name or None)
@@ -55,7 +61,7 @@ def handle_rest(h, d, method, path, query):
     elif method == "POST" and not name:
         create(h, d, gv, kind, resource, ns, plural)
     elif method == "PUT" and name:
-        update(h, d, gv, kind, resource, ns, plural, name)
+        update(h, d, gv, kind, resource, ns, plural, name, sub)
     elif method == "DELETE" and name:
         body = h.read_body() or {}
         _, reason = d.store.delete(resource, ns, name, body.get("preconditions"))
@@ -105,13 +111,15 @@ def create(h, d, gv, kind, resource, ns, plural):
         h.send_json(201, stored)
 
 
-def update(h, d, gv, kind, resource, ns, plural, name):
+def update(h, d, gv, kind, resource, ns, plural, name, sub=""):
     obj = h.read_body()
     if not isinstance(obj, dict) or obj.get("metadata", {}).get("name") != name:
         h.send_json(400, status(400, "BadRequest", "metadata.name in the body does not match the URL"))
         return
     old = d.store.get(resource, ns, name)
     problems = d.validate_write(gv, kind, obj, old)
+    if not problems:
+        obj, problems = merge_for_subresource(resource, sub, old, obj)
     if problems:
         reject(h, d, "PUT", plural, problems)
         return

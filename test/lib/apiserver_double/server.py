@@ -12,6 +12,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from .custom_resources import CUSTOM_RESOURCES, CrdValidator
 from .store import Store
 from .validation import SchemaValidator, check_metadata_name, check_resource_slice
 
@@ -19,10 +20,12 @@ from .validation import SchemaValidator, check_metadata_name, check_resource_sli
 RESOURCES = {
     ("resource.k8s.io/v1", "resourceslices"): ("ResourceSlice", False),
     ("resource.k8s.io/v1", "resourceclaims"): ("ResourceClaim", True),
+    ("resource.k8s.io/v1", "resourceclaimtemplates"): ("ResourceClaimTemplate", True),
     ("resource.k8s.io/v1", "deviceclasses"): ("DeviceClass", False),
     ("v1", "nodes"): ("Node", False),
     ("coordination.k8s.io/v1", "leases"): ("Lease", True),
 }
+RESOURCES.update(CUSTOM_RESOURCES)  # the ComputeDomain CRD (custom_resources.py)
 WRITE_METHODS = ("POST", "PUT", "DELETE")
 DEBUG = bool(os.environ.get("NVDRA_DOUBLE_DEBUG"))
 
@@ -62,6 +65,7 @@ class ApiServerDouble:
                  bookmark_interval=1.0, seed=None):
         self.store = Store()
         self.validator = SchemaValidator()
+        self.crd_validator = CrdValidator(self.validator._defs["coordination.k8s.io/v1"])
         self.tokens = set(tokens)
         self.version = version
         self.chunking = chunking              # event | split | coalesce | mixed
@@ -143,7 +147,8 @@ class ApiServerDouble:
         """Seeds an object (Node, ResourceClaim with status) after validating it."""
         gv, kind = obj["apiVersion"], obj["kind"]
         plural = next(p for (g, p), (k, _) in RESOURCES.items() if g == gv and k == kind)
-        problems = self.validator.validate(gv, kind, obj)
+        problems = (self.validate_write(gv, kind, obj) if self.crd_validator.handles(gv, kind)
+                    else self.validator.validate(gv, kind, obj))
         if problems:
             raise ValueError(f"seed object {kind} is invalid: {problems}")
         ns = obj["metadata"].get("namespace", "")
@@ -163,6 +168,8 @@ class ApiServerDouble:
             self.store.delete(f"{gv}/{plural}", meta.get("namespace", ""), meta["name"])
 
     def validate_write(self, gv, kind, obj, old=None):
+        if self.crd_validator.handles(gv, kind):
+            return self.crd_validator.validate(gv, kind, obj) or check_metadata_name(obj)
         problems = self.validator.validate(gv, kind, obj)
         if not problems and kind == "ResourceSlice":
             problems = check_resource_slice(obj, self.version[1], old)

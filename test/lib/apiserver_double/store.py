@@ -1,5 +1,7 @@
 """In-memory object store with resourceVersions and an event history for watches, like etcd behind
-kube-apiserver: one global revision counter, compaction makes old revisions unavailable (410)."""
+kube-apiserver: one global revision counter, compaction makes old revisions unavailable (410).
+Finalizers as the real server: deleting an object that has some only sets deletionTimestamp; the
+update that removes the last one deletes it."""
 import copy
 import threading
 import time
@@ -63,11 +65,16 @@ class Store:
             meta = obj.setdefault("metadata", {})
             if meta.get("resourceVersion") and meta["resourceVersion"] != old["metadata"]["resourceVersion"]:
                 return None, "Conflict"
-            for keep in ("uid", "creationTimestamp", "namespace"):
+            for keep in ("uid", "creationTimestamp", "namespace", "deletionTimestamp"):
                 if keep in old["metadata"]:
                     meta[keep] = old["metadata"][keep]
             meta["generation"] = old["metadata"].get("generation", 1) + (1 if old.get("spec") != obj.get("spec") else 0)
             meta["resourceVersion"] = self._bump()
+            if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+                # The last finalizer of a deleting object is gone: the object goes (as the real server).
+                del bucket[(ns, name)]
+                self._record(resource, "DELETED", obj)
+                return copy.deepcopy(obj), None
             bucket[(ns, name)] = copy.deepcopy(obj)
             self._record(resource, "MODIFIED", obj)
             return copy.deepcopy(obj), None
@@ -83,6 +90,14 @@ class Store:
                 return None, "Conflict"
             if pre.get("resourceVersion") and pre["resourceVersion"] != old["metadata"]["resourceVersion"]:
                 return None, "Conflict"
+            if old["metadata"].get("finalizers"):
+                # Finalizers pending: mark the object deleting; it goes when the last one is removed.
+                if not old["metadata"].get("deletionTimestamp"):
+                    old["metadata"]["deletionTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                    old["metadata"]["deletionGracePeriodSeconds"] = 0
+                    old["metadata"]["resourceVersion"] = self._bump()
+                    self._record(resource, "MODIFIED", old)
+                return copy.deepcopy(old), None
             del bucket[(ns, name)]
             old["metadata"]["resourceVersion"] = self._bump()
             self._record(resource, "DELETED", old)
