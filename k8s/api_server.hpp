@@ -25,17 +25,23 @@
 
 namespace nvdra::k8s {
 
-// A collection of objects: api_prefix + ["/namespaces/<ns>"] + "/" + plural.
+// A collection of objects: api_prefix + ["/namespaces/<ns>"] + "/" + plural. An object's path is
+// that + "/" + name [+ "/" + subresource] ("status": writes only the status of a CRD with one).
 struct ResourceType {
   std::string api_prefix;  // "/api/v1" or "/apis/<group>/<version>"
   std::string plural;      // "resourceslices"
   bool namespaced = false;
+  std::string subresource;  // empty, or "status"
 };
 
 inline const ResourceType kResourceSlicesV1{"/apis/resource.k8s.io/v1", "resourceslices", false};
 inline const ResourceType kResourceClaimsV1{"/apis/resource.k8s.io/v1", "resourceclaims", true};
 inline const ResourceType kNodesV1{"/api/v1", "nodes", false};
 inline const ResourceType kLeasesV1{"/apis/coordination.k8s.io/v1", "leases", true};
+inline const ResourceType kResourceClaimTemplatesV1{"/apis/resource.k8s.io/v1", "resourceclaimtemplates", true};
+inline const ResourceType kComputeDomainsV1beta1{"/apis/resource.nvidia.com/v1beta1", "computedomains", true};
+inline const ResourceType kComputeDomainsStatusV1beta1{"/apis/resource.nvidia.com/v1beta1", "computedomains", true,
+                                                       "status"};
 
 struct ObjectKey {
   std::string ns;  // empty for cluster-scoped objects

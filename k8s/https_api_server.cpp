@@ -103,6 +103,7 @@ std::string resource_path(const ResourceType& type, const std::string& ns, const
   if (type.namespaced && !ns.empty()) p += "/namespaces/" + ns;
   p += "/" + type.plural;
   if (!name.empty()) p += "/" + name;
+  if (!name.empty() && !type.subresource.empty()) p += "/" + type.subresource;
   return p;
 }
 

@@ -51,7 +51,7 @@ class HttpsApiServer final : public ApiServer {
   std::shared_ptr<Impl> impl_;
 };
 
-// "/apis/g/v/namespaces/ns/plural[/name]" — exposed for tests.
+// "/apis/g/v/namespaces/ns/plural[/name[/subresource]]" — exposed for tests.
 std::string resource_path(const ResourceType& type, const std::string& ns, const std::string& name = {});
 // Percent-encodes a query value (RFC 3986 unreserved characters pass).
 std::string url_encode(std::string_view value);
