@@ -114,6 +114,13 @@ Result<GpuInfo> NvmlGpuLibrary::gpu(unsigned index) {
     if (rc == NVML_SUCCESS) g.addressing_mode = addressing_mode_name(mode.value);
     else if (rc != NVML_ERROR_NOT_SUPPORTED) return error("nvmlDeviceGetAddressingMode", rc, g.uuid);
   }
+  if (s_.nvmlDeviceGetVirtualizationMode != nullptr) {
+    // A vGPU guest cannot create MIG devices (upstream: not dynamic-MIG capable).
+    nvmlGpuVirtualizationMode_t mode{};
+    rc = s_.nvmlDeviceGetVirtualizationMode(dev, &mode);
+    if (rc == NVML_SUCCESS) g.virtualization_mode = static_cast<unsigned>(mode);
+    else if (rc != NVML_ERROR_NOT_SUPPORTED) return error("nvmlDeviceGetVirtualizationMode", rc, g.uuid);
+  }
   if (s_.nvmlDeviceGetMigMode != nullptr) {
     unsigned current = 0, pending = 0;
     rc = s_.nvmlDeviceGetMigMode(dev, &current, &pending);

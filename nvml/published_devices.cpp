@@ -55,6 +55,24 @@ PublishedDevice published_mig(const MigDeviceInfo& m, const GpuInfo& parent, con
   return d;
 }
 
+PublishedDevice published_dynamic_mig(const GpuInfo& parent, const MigProfileInfo& p, const MigPlacement& placement,
+                                      const SystemInfo& sys) {
+  PublishedDevice d;
+  d.name = mig_device_name(parent.minor, p.name, p.gi_profile_id, placement.start);
+  d.attributes["type"] = std::string("mig");
+  d.attributes["parentUUID"] = parent.uuid;
+  d.attributes["profile"] = p.name;
+  common_attributes(parent, sys, &d.attributes);
+  d.capacity["multiprocessors"] = binary_si(p.multiprocessors);
+  d.capacity["copyEngines"] = binary_si(p.copy_engines);
+  d.capacity["decoders"] = binary_si(p.decoders);
+  d.capacity["encoders"] = binary_si(p.encoders);
+  d.capacity["jpegEngines"] = binary_si(p.jpeg_engines);
+  d.capacity["ofaEngines"] = binary_si(p.ofa_engines);
+  d.capacity["memory"] = binary_si(p.memory_mib * 1024 * 1024);
+  return d;
+}
+
 std::vector<PublishedDevice> published_gpu_devices(const DeviceModel& model) {
   std::vector<PublishedDevice> out;
   for (const auto& g : model.gpus) {

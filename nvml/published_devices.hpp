@@ -1,7 +1,7 @@
 #pragma once
 // The devices driver gpu.nvidia.com publishes for a device model, with upstream's device names,
 // attribute names, value types and capacities (upstream-driver.md §1.2, §2.1, §2.2) — full GPUs
-// and static MIG devices (DynamicMIG partitions are a later addition). Pure; the ResourceSlice
+// and static MIG devices (DynamicMIG partitions: nvml/partitions.hpp). Pure; the ResourceSlice
 // publisher serialises the result.
 #include <vector>
 
@@ -19,5 +19,9 @@ std::vector<PublishedDevice> published_gpu_devices(const DeviceModel& model);
 
 PublishedDevice published_gpu(const GpuInfo& gpu, const SystemInfo& system);
 PublishedDevice published_mig(const MigDeviceInfo& mig, const GpuInfo& parent, const SystemInfo& system);
+// A DynamicMIG device that does not exist yet: a MIG device's attributes without `uuid`, its
+// profile's capacities without memorySlice* (those become counters, nvml/partitions.hpp).
+PublishedDevice published_dynamic_mig(const GpuInfo& parent, const MigProfileInfo& profile, const MigPlacement& placement,
+                                      const SystemInfo& system);
 
 }  // namespace nvdra::nvml
