@@ -18,6 +18,10 @@ std::vector<CiRecord> siblings(const DeviceView& v) {
 
 nvmlReturn_t create_ci(nvmlGpuInstance_t gi, unsigned profile_id, const nvmlComputeInstancePlacement_t* placement,
                        nvmlComputeInstance_t* out) {
+  if (auto rc = take_injected_failure(placement ? "nvmlGpuInstanceCreateComputeInstanceWithPlacement"
+                                                : "nvmlGpuInstanceCreateComputeInstance");
+      rc != NVML_SUCCESS)
+    return rc;
   return with_gi(gi, Access::kWrite, [&](DeviceView& v) {
     if (out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     CiProfileSpec ci;
@@ -150,6 +154,7 @@ nvmlReturn_t nvmlGpuInstanceCreateComputeInstanceWithPlacement(nvmlGpuInstance_t
 }
 
 nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t ci) {
+  if (auto rc = take_injected_failure("nvmlComputeInstanceDestroy"); rc != NVML_SUCCESS) return rc;
   return with_ci(ci, Access::kWrite, [&](DeviceView& v) {
     const unsigned gi = v.ci->gi_id, id = v.ci->id;
     std::erase_if(v.st.cis, [&](const CiRecord& r) { return r.gi_id == gi && r.id == id; });

@@ -37,6 +37,32 @@ thread_local std::string tls_text;
 
 }  // namespace
 
+namespace nvdra::nvml::mock {
+
+nvmlReturn_t take_injected_failure(const char* function) {
+  auto s = current_session();
+  if (!s) return NVML_SUCCESS;  // the call itself reports UNINITIALIZED
+  bool queued = false;
+  s->state->with(Access::kRead, [&](MachineState& m) {
+    for (const auto& f : m.failures) queued = queued || f.function == function;
+    return 0;
+  });
+  if (!queued) return NVML_SUCCESS;  // the common case costs no state write
+  int rc = NVML_SUCCESS;
+  s->state->with(Access::kWrite, [&](MachineState& m) {
+    for (auto& f : m.failures)
+      if (f.function == function && f.remaining > 0) {
+        rc = f.rc;
+        --f.remaining;
+      }
+    std::erase_if(m.failures, [](const InjectedFailure& f) { return f.remaining == 0; });
+    return 0;
+  });
+  return static_cast<nvmlReturn_t>(rc);
+}
+
+}  // namespace nvdra::nvml::mock
+
 extern "C" {
 
 int nvdraMockInjectEvent(const char* uuid, unsigned long long type, unsigned long long data, unsigned int gi,
@@ -84,6 +110,19 @@ int nvdraMockResetState(void) {
     const uint64_t seq = m.next_seq;  // keep sequence numbers rising so open event sets stay correct
     m = initial_state(s->profile);
     m.next_seq = seq;
+    sync_mig_caps(*s, m);
+    return 0;
+  });
+}
+
+int nvdraMockFailNext(const char* function, int rc, unsigned int count) {
+  InitScope init;
+  if (init.rc() != NVML_SUCCESS) return init.rc();
+  if (function == nullptr || (count > 0 && rc == NVML_SUCCESS)) return NVML_ERROR_INVALID_ARGUMENT;
+  auto s = current_session();
+  return s->state->with(Access::kWrite, [&](MachineState& m) {
+    std::erase_if(m.failures, [&](const InjectedFailure& f) { return f.function == function; });
+    if (count > 0) m.failures.push_back(InjectedFailure{function, rc, count});
     return 0;
   });
 }

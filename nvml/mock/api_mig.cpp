@@ -75,6 +75,10 @@ nvmlReturn_t placements(nvmlDevice_t device, unsigned profile_id, nvmlGpuInstanc
 
 nvmlReturn_t create_gi(nvmlDevice_t device, unsigned profile_id, const nvmlGpuInstancePlacement_t* placement,
                        nvmlGpuInstance_t* gi) {
+  if (auto rc = take_injected_failure(placement ? "nvmlDeviceCreateGpuInstanceWithPlacement"
+                                                : "nvmlDeviceCreateGpuInstance");
+      rc != NVML_SUCCESS)
+    return rc;
   return with_gpu(device, Access::kWrite, [&](DeviceView& v) {
     const ProductSpec& product = *v.spec.product;
     if (!product.mig_capable || v.st.mig_current != NVML_DEVICE_MIG_ENABLE) return NVML_ERROR_NOT_SUPPORTED;
@@ -113,6 +117,7 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current, un
 }
 
 nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode, nvmlReturn_t* activation) {
+  if (auto rc = take_injected_failure("nvmlDeviceSetMigMode"); rc != NVML_SUCCESS) return rc;
   return with_gpu(device, Access::kWrite, [&](DeviceView& v) {
     if (!v.spec.product->mig_capable) return NVML_ERROR_NOT_SUPPORTED;
     if (activation == nullptr || mode > NVML_DEVICE_MIG_ENABLE) return NVML_ERROR_INVALID_ARGUMENT;
@@ -203,6 +208,7 @@ nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device, unsig
 }
 
 nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gi) {
+  if (auto rc = take_injected_failure("nvmlGpuInstanceDestroy"); rc != NVML_SUCCESS) return rc;
   return with_gi(gi, Access::kWrite, [&](DeviceView& v) {
     for (const auto& ci : v.st.cis)
       if (ci.gi_id == v.gi->id) return NVML_ERROR_IN_USE;

@@ -24,6 +24,9 @@ struct DeviceView {
 };
 
 const GiRecord* find_gi(const GpuState& st, unsigned id);
+
+// Consumes one failure queued for `function` (nvdraMockFailNext); NVML_SUCCESS when none is.
+nvmlReturn_t take_injected_failure(const char* function);
 const CiRecord* find_ci(const GpuState& st, unsigned gi, unsigned ci);
 
 template <class F>
@@ -45,7 +48,9 @@ nvmlReturn_t with_handle(const void* h, Kind a, Kind b, Access access, F&& fn) {
         if (v.ci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
       }
     }
-    return fn(v);
+    const nvmlReturn_t rc = fn(v);
+    if (access == Access::kWrite && rc == NVML_SUCCESS) sync_mig_caps(*s, m);
+    return rc;
   }));
 }
 

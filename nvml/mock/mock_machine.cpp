@@ -95,6 +95,15 @@ nvmlReturn_t session_init() {
   s->profile = std::move(profile).value();
   const bool by_name = path != name;
   s->state = std::make_unique<StateFile>(state_path_for(path, by_name), s->profile);
+  s->caps_root = env_or("NVDRA_MOCK_HOST_ROOT", "");
+  if (!s->caps_root.empty()) {
+    // The caps of instances that exist at "boot" (the profile's layout, or an earlier process's).
+    const Session& session = *s;
+    s->state->with(StateFile::Access::kRead, [&](MachineState& m) {
+      sync_mig_caps(session, m);
+      return 0;
+    });
+  }
   g.session = std::move(s);
   g.last_error.clear();
   g.refcount = 1;

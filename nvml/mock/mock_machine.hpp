@@ -9,6 +9,7 @@
 //   NVDRA_MOCK_PROFILE     profile name under NVDRA_MOCK_PROFILES_DIR or the built-in profile dir,
 //                          or a path to a .yaml file (required)
 //   NVDRA_MOCK_PROFILES_DIR  overrides the profile directory resolved at build time
+//   NVDRA_MOCK_HOST_ROOT   optional: keep the MIG caps files under <root>/proc/driver/nvidia (mig_caps.hpp)
 //   NVDRA_MOCK_STATE_DIR   directory of the state file "<profile base name>.state"; default: beside
 //                          a profile given by path, the build tree's nvml-mock-state/ for a name
 #include <memory>
@@ -24,6 +25,9 @@ namespace nvdra::nvml::mock {
 struct Session {
   MachineProfile profile;
   std::unique_ptr<StateFile> state;
+  // NVDRA_MOCK_HOST_ROOT: where the mock keeps <root>/proc/driver/nvidia/capabilities/gpu<minor>/mig/
+  // in step with its GPU/compute instances, as the kernel driver does; "" = not kept.
+  std::string caps_root;
 };
 
 enum class Kind : unsigned { kGpu = 1, kMig = 2, kGi = 3, kCi = 4 };
@@ -43,6 +47,8 @@ nvmlReturn_t session_init();
 nvmlReturn_t session_shutdown();
 // nullptr when NVML is not initialised.
 std::shared_ptr<Session> current_session();
+// Rewrites the MIG caps files of every GPU from `m` (Session::caps_root; no-op when unset).
+void sync_mig_caps(const Session& session, const MachineState& m);
 // Why the last init failed (profile errors name the file, the GPU and the field); "" if it did not.
 std::string last_init_error();
 

@@ -46,6 +46,9 @@ std::string serialize_state(const MachineState& st) {
       out << YAML::BeginSeq << ci.gi_id << ci.id << ci.profile_id << ci.start << ci.size << YAML::EndSeq;
     out << YAML::EndSeq << YAML::EndMap;
   }
+  out << YAML::EndSeq << YAML::Key << "failures" << YAML::Value << YAML::BeginSeq;
+  for (const auto& f : st.failures)
+    out << YAML::Flow << YAML::BeginSeq << f.function << f.rc << f.remaining << YAML::EndSeq;
   out << YAML::EndSeq << YAML::Key << "events" << YAML::Value << YAML::BeginSeq;
   for (const auto& e : st.events)
     out << YAML::Flow << YAML::BeginSeq << e.seq << e.gpu << e.type << e.data << e.gi << e.ci << YAML::EndSeq;
@@ -72,6 +75,8 @@ std::optional<MachineState> parse_state(const std::string& text) {
                                   ci[3].as<unsigned>(), ci[4].as<unsigned>()});
       st.gpus.push_back(std::move(gs));
     }
+    for (const auto& f : root["failures"])
+      st.failures.push_back(InjectedFailure{f[0].as<std::string>(), f[1].as<int>(), f[2].as<unsigned>()});
     for (const auto& e : root["events"])
       st.events.push_back(EventRecord{e[0].as<uint64_t>(), e[1].as<unsigned>(), e[2].as<unsigned long long>(),
                                       e[3].as<unsigned long long>(), e[4].as<unsigned>(), e[5].as<unsigned>()});

@@ -34,9 +34,18 @@ struct EventRecord {
   unsigned ci = 0xFFFFFFFF;
 };
 
+// A failure a test queued (test_hooks.h nvdraMockFailNext): the next `remaining` calls of
+// `function` on any device return `rc` and change nothing.
+struct InjectedFailure {
+  std::string function;
+  int rc = 0;
+  unsigned remaining = 0;
+};
+
 struct MachineState {
   std::string fingerprint;  // of the profile the state belongs to
   std::vector<GpuState> gpus;
+  std::vector<InjectedFailure> failures;
   std::vector<EventRecord> events;  // the most recent kMaxEvents
   uint64_t next_seq = 1;
   static constexpr size_t kMaxEvents = 256;

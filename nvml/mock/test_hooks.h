@@ -15,6 +15,13 @@ int nvdraMockInjectEvent(const char* uuid, unsigned long long event_type, unsign
                          unsigned int gpu_instance_id, unsigned int compute_instance_id);
 /* Marks a GPU lost (every call on it then returns NVML_ERROR_GPU_IS_LOST) or found again. */
 int nvdraMockSetGpuLost(const char* uuid, int lost);
+/* Makes the next `count` calls of the NVML function named `function` (on any device) fail with
+ * `rc` and change nothing, e.g. ("nvmlDeviceCreateGpuInstanceWithPlacement", 23 INSUFFICIENT_RESOURCES,
+ * 1) or ("nvmlComputeInstanceDestroy", 19 IN_USE, 2) for a GPU busy with processes. Honoured by
+ * nvmlDeviceSetMigMode, nvmlDeviceCreateGpuInstance[WithPlacement], nvmlGpuInstanceDestroy,
+ * nvmlGpuInstanceCreateComputeInstance[WithPlacement] and nvmlComputeInstanceDestroy. count 0
+ * clears what was queued for the function. */
+int nvdraMockFailNext(const char* function, int rc, unsigned int count);
 /* Returns the machine to the profile's boot state: MIG layout, modes, no events, nothing lost. */
 int nvdraMockResetState(void);
 /* The reason of the last failed nvmlInit in this process (names the profile file, GPU and
