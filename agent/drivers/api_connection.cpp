@@ -1,14 +1,9 @@
-#include "agent/drivers/node_resources.hpp"
+#include "agent/drivers/api_connection.hpp"
 
 #include <cstdlib>
-#include <filesystem>
 
-#include "agent/runtime/worker_pool.hpp"
 #include "k8s/client_config.hpp"
 #include "k8s/https_api_server.hpp"
-#include "nvml/discovery.hpp"
-#include "nvml/gpu_library.hpp"
-#include "nvml/published_devices.hpp"
 
 namespace nvdra::drivers {
 
@@ -23,20 +18,6 @@ Result<std::shared_ptr<k8s::ApiServer>> connect_api_server(RunContext& ctx) {
   auto api = k8s::HttpsApiServer::create(ctx.executor, std::move(*cfg));
   if (!api) return api.error();
   return std::shared_ptr<k8s::ApiServer>(std::move(*api));
-}
-
-boost::asio::awaitable<Result<DriverResources>> discover_resources(config::DriverKind kind, RunContext& ctx) {
-  if (kind != config::DriverKind::kGpu) co_return DriverResources{};
-  nvml::LoadOptions load{ctx.options.nvml_library, ctx.options.nvidia_driver_root};
-  const std::string sysfs = (std::filesystem::path(ctx.options.host_root) / "sys").string();
-  auto discovered = [load, sysfs]() -> Result<DriverResources> {
-    auto lib = nvml::open_nvml(load);
-    if (!lib) return lib.error();
-    auto model = nvml::discover(**lib, nvml::DiscoveryOptions{sysfs});
-    if (!model) return model.error();
-    return DriverResources{nvml::published_gpu_devices(*model), {}};
-  };
-  co_return co_await ctx.workers.run(std::move(discovered));
 }
 
 }  // namespace nvdra::drivers

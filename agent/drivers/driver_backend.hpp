@@ -15,6 +15,7 @@
 #include "agent/component.hpp"
 
 namespace nvdra::k8s { class ApiServer; }
+namespace nvdra::claims { struct Checkpoint; }
 namespace nvdra::kubelet {
 class ClaimHandler;
 class HealthSource;
@@ -33,6 +34,8 @@ class DriverBackend {
   virtual kubelet::HealthSource* health() { return nullptr; }
   // What this node publishes for the driver; called after start().
   virtual boost::asio::awaitable<Result<DriverResources>> resources() = 0;
+  // The claims as the checkpoint holds them now (for status), or null before start().
+  virtual const claims::Checkpoint* checkpoint() const { return nullptr; }
 };
 
 }  // namespace nvdra::drivers

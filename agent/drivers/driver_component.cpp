@@ -1,8 +1,10 @@
 #include "agent/drivers/driver_component.hpp"
 
+#include <boost/asio/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -12,11 +14,12 @@
 #include <stdexcept>
 
 #include "agent/base/log.hpp"
-#include "agent/drivers/node_resources.hpp"
-#include "k8s/slice_publisher.hpp"
-#include "agent/kubelet/no_devices_claim_handler.hpp"
+#include "agent/drivers/api_connection.hpp"
+#include "agent/drivers/backend_factory.hpp"
 #include "agent/runtime/readiness.hpp"
 #include "agent/runtime/worker_pool.hpp"
+#include "agent/status/agent_status.hpp"
+#include "k8s/slice_publisher.hpp"
 
 namespace nvdra::drivers {
 namespace fs = std::filesystem;
@@ -35,7 +38,7 @@ void ensure_private_dir(const fs::path& dir) {
 }  // namespace
 
 DriverComponent::DriverComponent(config::DriverKind kind, RunContext& ctx)
-    : kind_(kind), ctx_(ctx), claims_(std::make_unique<kubelet::NoDevicesClaimHandler>(name())) {
+    : kind_(kind), ctx_(ctx) {
   const auto cfg = plugin_config();
   // Checked now so a path that cannot work stops start-up with one clear line, not a restart loop.
   (void)kubelet::socket_paths(cfg.driver_name, cfg.registrar_dir, cfg.plugin_data_dir, cfg.rolling_update_uid);
@@ -70,49 +73,84 @@ kubelet::RegistrationStatus DriverComponent::registration() const {
   return plugin_ ? plugin_->registration() : kubelet::RegistrationStatus{};
 }
 
-boost::asio::awaitable<void> DriverComponent::serve() {
-  auto log = nvdra::logger(name());
-  const fs::path data_dir(plugin_config().plugin_data_dir);
-  auto start = [data_dir, plugin = plugin_.get()] {
-    ensure_private_dir(data_dir);
-    plugin->start();
-  };
-  co_await ctx_.workers.run(std::move(start));
-  log->info("driver={} data_dir={} started", name(), data_dir.string());
-  co_await publish();
+namespace {
+
+const char* registration_text(kubelet::RegistrationState state) {
+  switch (state) {
+    case kubelet::RegistrationState::kRegistered: return systemd_bus::kRegistrationRegistered;
+    case kubelet::RegistrationState::kRejected: return systemd_bus::kRegistrationFailed;
+    case kubelet::RegistrationState::kWaiting: break;
+  }
+  return systemd_bus::kRegistrationPending;
 }
 
-boost::asio::awaitable<void> DriverComponent::publish() {
+}  // namespace
+
+void DriverComponent::report(std::string detail) {
+  ctx_.status.set_driver(systemd_bus::DriverStatus{name(), registration_text(registration().state), published_,
+                                                   std::move(detail)});
+}
+
+boost::asio::awaitable<void> DriverComponent::serve() {
   auto log = nvdra::logger(name());
-  if (!api_server_configured(ctx_.options)) {
+  std::shared_ptr<k8s::ApiServer> api;
+  if (api_server_configured(ctx_.options)) {
+    auto connected = connect_api_server(ctx_);
+    if (!connected) throw std::runtime_error("driver " + name() + ": Kubernetes API: " + connected.error().describe());
+    api = std::move(*connected);
+  } else {
     log->warn("driver={} no --kubeconfig and not in a cluster: serving kubelet without publishing "
-              "ResourceSlices, ignoring", name());
+              "ResourceSlices or reading claims, ignoring", name());
+  }
+  const fs::path data_dir(plugin_config().plugin_data_dir);
+  co_await ctx_.workers.run([data_dir] { ensure_private_dir(data_dir); });
+
+  // The backend repairs what a crash left behind before kubelet can call in.
+  backend_ = make_backend(kind_, ctx_);
+  if (auto started = co_await backend_->start(api); !started)
+    throw std::runtime_error("driver " + name() + ": " + started.error().describe());
+  claims_ = std::make_unique<StatusReportingHandler>(name(), backend_->claims(), ctx_.status,
+                                                     [b = backend_.get()] { return b->checkpoint(); });
+  claims_->refresh();
+
+  plugin_ = std::make_unique<kubelet::PluginServer>(ctx_.executor, plugin_config(), *claims_, backend_->health());
+  plugin_->on_registration([this](const kubelet::RegistrationStatus& status) {
+    if (status.state == kubelet::RegistrationState::kRegistered) ctx_.readiness.satisfy(registered_condition(kind_));
+    report(status.state == kubelet::RegistrationState::kRejected ? "kubelet rejected the registration: " + status.error
+                                                                  : "");
+  });
+  co_await ctx_.workers.run([plugin = plugin_.get()] { plugin->start(); });
+  log->info("driver={} data_dir={} started", name(), data_dir.string());
+  co_await publish(std::move(api));
+}
+
+boost::asio::awaitable<void> DriverComponent::publish(std::shared_ptr<k8s::ApiServer> api) {
+  auto log = nvdra::logger(name());
+  auto resources = co_await backend_->resources();
+  if (!resources) throw std::runtime_error("driver " + name() + ": discovery: " + resources.error().describe());
+  ctx_.status.set_devices(name(), device_rows(name(), resources->devices));
+  if (!api) {
     ctx_.readiness.satisfy(published_condition(kind_));
     boost::asio::steady_timer forever(ctx_.executor, boost::asio::steady_timer::time_point::max());
     co_await forever.async_wait(boost::asio::use_awaitable);
     co_return;
   }
-  auto api = connect_api_server(ctx_);
-  if (!api) throw std::runtime_error("driver " + name() + ": Kubernetes API: " + api.error().describe());
-  auto resources = co_await discover_resources(kind_, ctx_);
-  if (!resources) throw std::runtime_error("driver " + name() + ": discovery: " + resources.error().describe());
   log->info("driver={} devices={} publishing", name(), resources->devices.size());
-  publisher_ = std::make_unique<k8s::SlicePublisher>(ctx_.executor, *api,
+  publisher_ = std::make_unique<k8s::SlicePublisher>(ctx_.executor, api,
                                                      k8s::PublisherOptions{name(), ctx_.options.node_name});
-  publisher_->on_converged([this] { ctx_.readiness.satisfy(published_condition(kind_)); });
+  publisher_->on_converged([this] {
+    ctx_.readiness.satisfy(published_condition(kind_));
+    if (!published_) {
+      published_ = true;
+      report("");
+    }
+  });
   publisher_->set_desired(std::move(*resources));
   co_await publisher_->run();
 }
 
 boost::asio::awaitable<void> DriverComponent::run() {
-  const auto cfg = plugin_config();
-  // No device health source in this build: the server then advertises no health service, as the
-  // upstream driver does. The NVML health source plugs in here as the fourth argument.
-  plugin_ = std::make_unique<kubelet::PluginServer>(ctx_.executor, cfg, *claims_, nullptr);
-  plugin_->on_registration([this](const kubelet::RegistrationStatus& status) {
-    if (status.state == kubelet::RegistrationState::kRegistered) ctx_.readiness.satisfy(registered_condition(kind_));
-  });
-
+  report("starting");
   // g++ 12 destroys temporaries of a co_await expression inside a try block twice, so the try
   // block holds nothing but one call.
   std::exception_ptr failure;
@@ -124,8 +162,21 @@ boost::asio::awaitable<void> DriverComponent::run() {
   // Cancelled (shutdown) or failed: either way stop serving and remove the sockets before returning.
   // A cancelled coroutine throws at its next co_await; a fresh cancellation state lets stop() run.
   co_await boost::asio::this_coro::reset_cancellation_state();
-  co_await plugin_->stop();
-  if (failure) std::rethrow_exception(failure);
+  if (plugin_) co_await plugin_->stop();
+  publisher_.reset();
+  plugin_.reset();
+  claims_.reset();
+  backend_.reset();
+  if (failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const boost::system::system_error& e) {
+      if (e.code() != boost::asio::error::operation_aborted) report(e.what());
+    } catch (const std::exception& e) {
+      report(e.what());
+    }
+    std::rethrow_exception(failure);
+  }
 }
 
 }  // namespace nvdra::drivers

@@ -3,15 +3,18 @@
 // It owns the driver's data directory under --kubelet-plugins-directory-path and its kubelet plugin
 // (registration + DRA sockets, kubelet::PluginServer), and declares the two readiness conditions
 // kubelet and the scheduler depend on: registered with kubelet (satisfied when kubelet's
-// NotifyRegistrationStatus says so), and devices published (the ResourceSlice publisher's; trivially
-// satisfied in this build).
+// NotifyRegistrationStatus says so), and devices published (the ResourceSlice publisher's). What
+// differs between the drivers (start-up, claims, devices) is its DriverBackend; each run() builds
+// a fresh one, so a restart by the Supervisor starts clean.
 #include <memory>
 
 #include "agent/component.hpp"
 #include "agent/config/options.hpp"
+#include "agent/drivers/driver_backend.hpp"
+#include "agent/drivers/status_reporting.hpp"
 #include "agent/kubelet/plugin_server.hpp"
 
-namespace nvdra::kubelet { class ClaimHandler; }
+namespace nvdra::k8s { class ApiServer; }
 
 namespace nvdra::k8s { class SlicePublisher; }
 
@@ -35,14 +38,19 @@ class DriverComponent final : public Component {
 
  private:
   kubelet::PluginServerConfig plugin_config() const;
-  boost::asio::awaitable<void> serve();    // start the plugin, then publish until cancelled
-  boost::asio::awaitable<void> publish();  // discover and keep this node's ResourceSlices right
+  boost::asio::awaitable<void> serve();  // start the backend and the plugin, then publish until cancelled
+  // Keeps this node's ResourceSlices right (api set), or waits for cancellation (no API server).
+  boost::asio::awaitable<void> publish(std::shared_ptr<k8s::ApiServer> api);
+  void report(std::string detail);  // this driver's row in AgentStatus
 
   config::DriverKind kind_;
   RunContext& ctx_;
-  std::unique_ptr<kubelet::ClaimHandler> claims_;
+  // Rebuilt by each run(), destroyed in reverse: the plugin stops before the claims it calls.
+  std::unique_ptr<DriverBackend> backend_;
+  std::unique_ptr<StatusReportingHandler> claims_;
   std::unique_ptr<kubelet::PluginServer> plugin_;
-  std::unique_ptr<k8s::SlicePublisher> publisher_;  // rebuilt by each run(): a restart starts clean
+  std::unique_ptr<k8s::SlicePublisher> publisher_;
+  bool published_ = false;
 };
 
 }  // namespace nvdra::drivers

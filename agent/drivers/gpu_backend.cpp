@@ -1,0 +1,149 @@
+#include "agent/drivers/gpu_backend.hpp"
+
+#include <filesystem>
+
+#include "agent/base/log.hpp"
+#include "agent/claims/checkpoint_committer.hpp"
+#include "agent/claims/checkpoint_file_store.hpp"
+#include "agent/claims/checkpoint_startup.hpp"
+#include "agent/claims/gpu_claim_handler.hpp"
+#include "agent/claims/gpu_inventory.hpp"
+#include "agent/claims/helper_program_mps.hpp"
+#include "agent/config/options.hpp"
+#include "agent/drivers/api_claim_source.hpp"
+#include "agent/runtime/worker_pool.hpp"
+#include "agent/status/agent_status.hpp"
+#include "cdi/driver_discovery.hpp"
+#include "cdi/driver_edits.hpp"
+#include "cdi/file_spec_store.hpp"
+#include "cdi/naming.hpp"
+#include "cdi/spec_builder.hpp"
+#include "nvml/discovery.hpp"
+#include "nvml/gpu_library.hpp"
+#include "nvml/published_devices.hpp"
+
+namespace nvdra::drivers {
+namespace fs = std::filesystem;
+
+// Everything start() builds; members in dependency order (destroyed in reverse).
+struct GpuBackend::Parts {
+  std::unique_ptr<nvml::GpuLibrary> nvml;
+  nvml::DeviceModel model;
+  claims::GpuInventory inventory;
+  cdi::HostView host;
+  std::unique_ptr<cdi::FileSpecStore> specs;
+  std::unique_ptr<claims::FileCheckpointStore> store;
+  claims::StartupCheckpoint startup;
+  std::unique_ptr<claims::CheckpointCommitter> committer;
+  std::unique_ptr<ApiClaimSource> source;
+  std::unique_ptr<claims::ProcessMpsControl> mps;
+  std::unique_ptr<claims::GpuClaimHandler> handler;
+};
+
+namespace {
+
+const char* describe(claims::BootCheck check) {
+  switch (check) {
+    case claims::BootCheck::kCreated: return "created";
+    case claims::BootCheck::kSameBoot: return "same boot";
+    case claims::BootCheck::kAdoptedBootId: return "adopted boot id";
+    case claims::BootCheck::kNewBoot: return "new boot: prepared claims forgotten";
+  }
+  return "?";
+}
+
+// The blocking half of start(), on the worker pool: NVML, driver files, CDI and checkpoint files.
+Status open_parts(GpuBackend::Parts& p, const config::Options& o, const std::string& data_dir) {
+  auto lib = nvml::open_nvml(nvml::LoadOptions{o.nvml_library, o.nvidia_driver_root});
+  if (!lib) return lib.error();
+  p.nvml = std::move(*lib);
+  auto model = nvml::discover(*p.nvml, nvml::DiscoveryOptions{(fs::path(o.host_root) / "sys").string()});
+  if (!model) return model.error();
+  p.model = std::move(*model);
+  p.inventory = claims::GpuInventory(p.model);
+
+  const cdi::DriverRoots roots{o.nvidia_driver_root, o.container_driver_root, o.host_root, o.nvidia_cdi_hook_path};
+  auto inventory = cdi::discover_driver(roots);
+  if (!inventory) return inventory.error();
+  p.host = cdi::host_view(*inventory, roots);
+  auto base = cdi::build_base_spec(cdi::kGpuVendor, cdi::kGpuBaseDevice, {}, cdi::driver_edits(*inventory, roots));
+  if (!base) return base.error();
+  auto specs = cdi::FileSpecStore::open(o.cdi_root);
+  if (!specs) return specs.error();
+  p.specs = std::move(*specs);
+  if (auto wrote = p.specs->write_if_changed(*base); !wrote) return wrote.error();
+
+  auto store = claims::FileCheckpointStore::open(claims::FileCheckpointStoreOptions{data_dir});
+  if (!store) return store.error();
+  p.store = std::move(*store);
+  auto loaded = p.store->load();
+  if (!loaded) return loaded.error();
+  auto boot_id = claims::read_boot_id();
+  if (!boot_id) return boot_id.error();
+  p.startup = claims::reconcile_boot_id(std::move(loaded->checkpoint), *boot_id);
+  if (p.startup.needs_save)
+    if (auto saved = p.store->save(p.startup.checkpoint); !saved) return saved;
+  return {};
+}
+
+}  // namespace
+
+GpuBackend::GpuBackend(RunContext& ctx) : ctx_(ctx) {}
+GpuBackend::~GpuBackend() = default;
+
+boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer> api) {
+  auto log = nvdra::logger(config::kGpuDriverName);
+  const auto& o = ctx_.options;
+  const std::string data_dir = (fs::path(o.kubelet_plugins_dir) / config::kGpuDriverName).string();
+  auto parts = std::make_unique<Parts>();
+  auto opened = co_await ctx_.workers.run([&p = *parts, &o, data_dir] { return open_parts(p, o, data_dir); });
+  if (!opened) co_return opened;
+  log->info("driver={} gpus={} checkpoint={} claims={} ({})", config::kGpuDriverName, parts->model.gpus.size(),
+            parts->store->location(), parts->startup.checkpoint.claims.size(), describe(parts->startup.check));
+
+  auto& p = *parts;
+  p.committer = std::make_unique<claims::CheckpointCommitter>(ctx_.executor, ctx_.workers, *p.store,
+                                                              p.startup.checkpoint);
+  p.source = std::make_unique<ApiClaimSource>(api, config::kGpuDriverName);
+  p.mps = std::make_unique<claims::ProcessMpsControl>(o.nvidia_driver_root);
+  claims::GpuClaimHandlerOptions ho;
+  ho.node_name = o.node_name;
+  ho.driver_root = o.nvidia_driver_root;
+  ho.mps_root = (fs::path(data_dir) / "mps").string();
+  ho.host = p.host;
+  ho.gates.time_slicing_settings = o.gates.enabled("TimeSlicingSettings");
+  ho.gates.mps_support = o.gates.enabled("MPSSupport");
+  ho.gates.passthrough_support = o.gates.enabled("PassthroughSupport");
+  ho.gates.fabric_topology_support = o.gates.enabled("FabricTopologySupport");
+  p.handler = std::make_unique<claims::GpuClaimHandler>(ctx_.workers, *p.source, p.inventory, *p.committer, *p.specs,
+                                                        *p.mps, ho);
+
+  // Without an API server nothing can say a claim is gone: keep every completed claim.
+  claims::ClaimExists exists = [source = p.source.get(), have_api = api != nullptr](kubelet::ClaimRef ref)
+      -> boost::asio::awaitable<Result<bool>> {
+    if (!have_api) co_return true;
+    co_return co_await claims::claim_exists(*source, std::move(ref));
+  };
+  const auto report = co_await p.handler->recover(std::move(exists));
+  for (const auto& uid : report.rolled_back) log->info("claim uid={} unfinished prepare rolled back", uid);
+  for (const auto& uid : report.unprepared) log->info("claim uid={} gone from the API: unprepared", uid);
+  for (const auto& f : report.orphan_specs) log->info("cdi spec={} owned by no claim: removed", f);
+  for (const auto& e : report.errors) {
+    log->warn("recovery: {}", e.describe());
+    ctx_.status.record_error(config::kGpuDriverName, "recovery: " + e.describe());
+  }
+  parts_ = std::move(parts);
+  co_return Status{};
+}
+
+kubelet::ClaimHandler& GpuBackend::claims() { return *parts_->handler; }
+
+boost::asio::awaitable<Result<DriverResources>> GpuBackend::resources() {
+  co_return DriverResources{nvml::published_gpu_devices(parts_->model), {}};
+}
+
+const claims::Checkpoint* GpuBackend::checkpoint() const {
+  return parts_ ? &parts_->committer->current() : nullptr;
+}
+
+}  // namespace nvdra::drivers

@@ -1,0 +1,29 @@
+#pragma once
+// GpuBackend — gpu.nvidia.com inside the agent: NVML discovery (the devices it publishes and the
+// inventory claims are checked against), the driver's base CDI spec, the checkpoint in the plugin
+// data directory, and the GpuClaimHandler over them. start() repairs what a crash left behind
+// (claims::GpuClaimHandler::recover) before kubelet is served.
+#include <memory>
+
+#include "agent/drivers/driver_backend.hpp"
+
+namespace nvdra::drivers {
+
+class GpuBackend final : public DriverBackend {
+ public:
+  explicit GpuBackend(RunContext& ctx);
+  ~GpuBackend() override;
+
+  boost::asio::awaitable<Status> start(std::shared_ptr<k8s::ApiServer> api) override;
+  kubelet::ClaimHandler& claims() override;
+  boost::asio::awaitable<Result<DriverResources>> resources() override;
+  const claims::Checkpoint* checkpoint() const override;
+
+  struct Parts;  // what start() builds (defined in the .cpp)
+
+ private:
+  RunContext& ctx_;
+  std::unique_ptr<Parts> parts_;
+};
+
+}  // namespace nvdra::drivers

@@ -1,0 +1,38 @@
+#pragma once
+// The bridge from a driver to AgentStatus: a ClaimHandler decorator that, after each prepare and
+// unprepare, republishes the driver's claims from its checkpoint and records per-claim errors;
+// and the conversions of published devices and checkpoint entries into status rows.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "agent/base/device.hpp"
+#include "agent/kubelet/claim_handler.hpp"
+#include "agent/systemd_bus/status_snapshot.hpp"
+
+namespace nvdra::claims { struct Checkpoint; }
+namespace nvdra::status { class AgentStatus; }
+
+namespace nvdra::drivers {
+
+std::vector<systemd_bus::DeviceStatus> device_rows(const std::string& driver,
+                                                   const std::vector<PublishedDevice>& devices);
+std::vector<systemd_bus::ClaimStatus> claim_rows(const std::string& driver, const claims::Checkpoint& checkpoint);
+
+class StatusReportingHandler final : public kubelet::ClaimHandler {
+ public:
+  // `checkpoint` answers the driver's current checkpoint (null: none yet).
+  StatusReportingHandler(std::string driver, kubelet::ClaimHandler& inner, status::AgentStatus& status,
+                         std::function<const claims::Checkpoint*()> checkpoint);
+  boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare(kubelet::ClaimRef claim) override;
+  boost::asio::awaitable<Status> unprepare(kubelet::ClaimRef claim) override;
+  void refresh();  // republish the claims now
+
+ private:
+  std::string driver_;
+  kubelet::ClaimHandler& inner_;
+  status::AgentStatus& status_;
+  std::function<const claims::Checkpoint*()> checkpoint_;
+};
+
+}  // namespace nvdra::drivers

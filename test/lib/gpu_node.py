@@ -1,0 +1,186 @@
+"""A simulated GPU node for process tests, the demo and the bench: the mock NVML on a fake driver
+and host root (nvdra-fake-node), the API-server double holding the Node and the allocated
+ResourceClaims, the agent, and the kubelet double talking to it over the real sockets.
+
+    node = SimulatedNode(profile="dgx-a100")
+    node.start()
+    claim = node.allocate("pod-a", [("gpu", "gpu-0")])
+    node.gpu().prepare([claim])
+"""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+from apiserver_double import start_in
+from kubelet_double import Claim, KubeletDouble
+from nvdra_testlib import BINARY_DIR, AgentDirs, NotifySocket, agent_binary, clean_env
+
+MOCK = os.path.join(BINARY_DIR, "nvml-mock", "libnvidia-ml.so.1")
+FAKE_NODE = os.path.join(BINARY_DIR, "test", "process", "nvdra-fake-node")
+GPU = "gpu.nvidia.com"
+CD = "compute-domain.nvidia.com"
+GPU_CONFIG = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig"}
+
+
+def gpu_config(**fields):
+    """A GpuConfig opaque object: gpu_config(sharing={...})."""
+    return dict(GPU_CONFIG, **fields)
+
+
+class SimulatedNode:
+    def __init__(self, profile="dgx-a100", node="gpu-node-1", api_version=(1, 35), gates="", args=(), drivers=None):
+        self.profile, self.node, self.gates, self.extra_args = profile, node, gates, list(args)
+        self.drivers = drivers or [GPU, CD]
+        self.dirs = AgentDirs()
+        self.root = self.dirs.root
+        self.mock_state = tempfile.mkdtemp(prefix="mock-", dir=self.root)
+        out = subprocess.run([FAKE_NODE, self.root, MOCK], env=self.env(), check=True, capture_output=True, text=True)
+        roots = json.loads(out.stdout)
+        self.driver_root, self.host_root = roots["driver_root"], roots["host_root"]
+        self.api = start_in(os.path.join(self.root, "api"), version=api_version)
+        self.api.put_object({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+        self.proc = self.kubelet = self.notify = self.log = None
+        self.plugins = {}
+        self.runs = 0
+
+    # --- the agent ---------------------------------------------------------------------------
+    def env(self, **extra):
+        return clean_env(NVDRA_MOCK_PROFILE=self.profile,
+                         NVDRA_MOCK_STATE_DIR=getattr(self, "mock_state", ""), **extra)
+
+    def agent_args(self):
+        args = self.dirs.args(self.node) + [
+            "--kubeconfig", self.api.kubeconfig, "--nvml-library", MOCK,
+            "--nvidia-driver-root", self.driver_root, "--container-driver-root", self.driver_root,
+            "--host-root", self.host_root]
+        if self.gates:
+            args += ["--feature-gates", self.gates]
+        return args + self.extra_args
+
+    def start(self, timeout=60):
+        """Starts the agent, registers both plugins with the kubelet double, waits for READY=1."""
+        self.runs += 1
+        self.notify = NotifySocket(tempfile.mkdtemp(dir=self.root))
+        self.log_path = os.path.join(self.root, f"agent-{self.runs}.log")
+        self.log = open(self.log_path, "w")
+        self.started_at = time.monotonic()
+        self.proc = subprocess.Popen([agent_binary()] + self.agent_args(),
+                                     env=self.env(NOTIFY_SOCKET=self.notify.path), stdout=self.log, stderr=self.log)
+        self.kubelet = KubeletDouble(self.dirs.registrar)
+        try:
+            self.plugins = self.kubelet.wait_for_plugins(self.drivers, timeout=timeout)
+            self.notify.wait_for("READY=1", timeout=timeout)
+        except Exception:
+            raise AssertionError(f"agent did not get ready; log:\n{self.agent_log()}")
+        self.ready_ms = (time.monotonic() - self.started_at) * 1000
+        return self
+
+    def gpu(self):
+        return self.plugins[GPU]
+
+    def stop(self, sig=signal.SIGTERM, timeout=15):
+        """Stops the agent with `sig`; returns its exit status (-9 for SIGKILL)."""
+        if self.proc is None:
+            return None
+        self.proc.send_signal(sig)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"agent did not exit within {timeout}s of {sig}; log:\n{self.agent_log()}")
+        self._close_run()
+        return code
+
+    def kill(self):
+        return self.stop(signal.SIGKILL)
+
+    def _close_run(self):
+        for p in self.plugins.values():
+            p.close()
+        self.plugins = {}
+        if self.kubelet:
+            self.kubelet.close()
+        if self.notify:
+            self.notify.close()
+        if self.log:
+            self.log.close()
+        self.proc = self.kubelet = self.notify = self.log = None
+
+    def agent_log(self):
+        self.log and self.log.flush()
+        with open(self.log_path) as f:
+            return f.read()
+
+    def rss_kb(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def cleanup(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._close_run()
+        self.api.stop()
+        self.dirs.cleanup()
+
+    # --- the cluster -------------------------------------------------------------------------
+    def allocate(self, name, results, configs=(), namespace="default", driver=GPU):
+        """Seeds an allocated ResourceClaim. results: [(request, device)]; configs: [(requests, params)]
+        or [(requests, params, source)]. Returns the kubelet Claim (with the API's UID)."""
+        requests = sorted({r.split("/")[0] for r, _ in results})
+        config = []
+        for c in configs:
+            reqs, params = c[0], c[1]
+            source = c[2] if len(c) > 2 else "FromClaim"
+            entry = {"source": source, "opaque": {"driver": driver, "parameters": params}}
+            if reqs:
+                entry["requests"] = list(reqs)
+            config.append(entry)
+        allocation = {"devices": {"results": [{"request": r, "driver": driver, "pool": self.node, "device": d}
+                                              for r, d in results]}}
+        if config:
+            allocation["devices"]["config"] = config
+        obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+               "metadata": {"name": name, "namespace": namespace},
+               "spec": {"devices": {"requests": [{"name": r, "exactly": {"deviceClassName": "gpu.nvidia.com"}}
+                                                 for r in requests]}},
+               "status": {"allocation": allocation}}
+        stored = self.api.put_object(obj)
+        return Claim(namespace, name, stored["metadata"]["uid"])
+
+    def delete_claim(self, claim):
+        self.api.delete_matching("resource.k8s.io/v1", "resourceclaims", f"metadata.name={claim.name}")
+
+    def published(self, driver=GPU):
+        """{device name: device} from this node's ResourceSlices of `driver`."""
+        slices = self.api.objects("resource.k8s.io/v1", "resourceslices", f"spec.nodeName={self.node}")
+        return {d["name"]: d for s in slices if s["spec"]["driver"] == driver for d in s["spec"].get("devices", [])}
+
+    # --- the node's files --------------------------------------------------------------------
+    def cdi_files(self):
+        return sorted(f for f in os.listdir(self.dirs.cdi) if not f.startswith(".")) if os.path.isdir(
+            self.dirs.cdi) else []
+
+    def cdi_spec(self, name):
+        with open(os.path.join(self.dirs.cdi, name)) as f:
+            return json.load(f)
+
+    def checkpoint(self, driver=GPU):
+        """{uid: claim entry} of the driver's checkpoint (v2 form)."""
+        path = os.path.join(self.dirs.plugins, driver, "checkpoint.json")
+        if not os.path.exists(path):
+            return {}
+        with open(path) as f:
+            data = json.load(f)
+        return (data.get("v2") or {}).get("preparedClaims") or {}
+
+    def helper_log(self, program):
+        path = os.path.join(self.root, "node", program + ".log")
+        return open(path).read() if os.path.exists(path) else ""

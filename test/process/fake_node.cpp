@@ -1,0 +1,66 @@
+// nvdra-fake-node DIR NVML_LIBRARY — lays out a simulated GPU node for the demo and the process
+// tests: a fake NVIDIA driver installation (DIR/node/driver: libraries with SONAME links,
+// ld.so.cache, binaries, firmware) and a host root (DIR/node/host: /dev nodes as plain files,
+// /proc/devices, the MIG capability files of every MIG device the mock NVML profile in
+// NVDRA_MOCK_PROFILE has). nvidia-smi and nvidia-cuda-mps-control append their arguments to
+// DIR/node/<name>.log, so tests can see what the agent ran. Prints the two roots as JSON.
+#include <sys/stat.h>
+
+#include <boost/json.hpp>
+
+#include <iostream>
+#include <string>
+
+#include "nvml/discovery.hpp"
+#include "nvml/gpu_library.hpp"
+#include "test/cdi/fake_driver_root.hpp"
+
+namespace {
+
+namespace fake = nvdra::cdi::testing;
+
+// A helper program that records its arguments (and stdin, for mps-control's pipe commands).
+void recording_program(const std::string& path, const std::string& log) {
+  fake::write_file(path, "#!/bin/sh\necho \"$*\" >> '" + log + "'\n"
+                         "[ -t 0 ] || cat >> '" + log + "' 2>/dev/null || true\nexit 0\n");
+  ::chmod(path.c_str(), 0755);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: nvdra-fake-node DIR NVML_LIBRARY\n";
+    return 2;
+  }
+  const std::string dir = std::string(argv[1]) + "/node";
+  fake::FakeDriverRoot root(fake::FakeDriverOptions{.keep_at = dir});
+  for (const char* program : {"nvidia-smi", "nvidia-cuda-mps-control"})
+    recording_program(root.driver_root() + "/usr/bin/" + program, dir + "/" + program + ".log");
+
+  auto lib = nvdra::nvml::open_nvml(nvdra::nvml::LoadOptions{argv[2], "/"});
+  if (!lib) {
+    std::cerr << "nvdra-fake-node: " << lib.error().describe() << "\n";
+    return 1;
+  }
+  auto model = nvdra::nvml::discover(**lib);
+  if (!model) {
+    std::cerr << "nvdra-fake-node: " << model.error().describe() << "\n";
+    return 1;
+  }
+  // MIG capability minors as the driver numbers them: unique per GI and CI.
+  unsigned next_minor = 300;
+  const std::string caps = root.host_root() + "/proc/driver/nvidia/capabilities/";
+  for (const auto& gpu : model->gpus) {
+    fake::write_file(root.host_root() + "/dev/nvidia" + std::to_string(gpu.minor), "");
+    for (const auto& mig : gpu.mig_devices) {
+      const std::string gi = caps + "gpu" + std::to_string(mig.parent_minor) + "/mig/gi" + std::to_string(mig.gi_id);
+      fake::write_file(gi + "/access", "DeviceFileMinor: " + std::to_string(next_minor++) + "\nDeviceFileMode: 292\n");
+      fake::write_file(gi + "/ci" + std::to_string(mig.ci_id) + "/access",
+                       "DeviceFileMinor: " + std::to_string(next_minor++) + "\nDeviceFileMode: 292\n");
+    }
+  }
+  boost::json::object out{{"driver_root", root.driver_root()}, {"host_root", root.host_root()}};
+  std::cout << boost::json::serialize(out) << "\n";
+  return 0;
+}
