@@ -1,14 +1,14 @@
 #!/usr/bin/python3
-"""nvdra demo: the agent on a simulated GPU node, driven from outside over its real sockets.
+"""nvdra demo: the agent's main job on a simulated GPU node, driven from outside over its real sockets.
 
-Readable progress on the terminal; every step uses the same binaries and doubles as the test suite.
+The mock NVML (a dgx-a100 by default) on a fake driver and host root, the API-server double holding
+the node's allocated ResourceClaims, the agent, and the kubelet double calling NodePrepareResources
+and NodeUnprepareResources — the same binaries and doubles as the test suite.
 """
 import argparse
 import os
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -20,63 +20,101 @@ def step(text):
     print(f"\n\033[1m== {text}\033[0m", flush=True)
 
 
+def attr(device, name):
+    value = device.get("attributes", {}).get(name, {})
+    return str(next(iter(value.values()), "")) if value else ""
+
+
+def slices_table(devices):
+    rows = [("DEVICE", "TYPE", "PRODUCT", "MEMORY", "UUID")]
+    for name in sorted(devices, key=lambda n: (len(n.split("-")[1]), n)):
+        d = devices[name]
+        rows.append((name, attr(d, "type"), attr(d, "productName"), d.get("capacity", {}).get("memory", {}).get("value", ""),
+                     attr(d, "uuid")))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--build-dir", default=os.path.join(TOP, "build"))
     ap.add_argument("--profile", default="dgx-a100")
     args = ap.parse_args()
-    args.build_dir = os.path.abspath(args.build_dir)
-    os.environ["NVDRA_BINARY_DIR"] = args.build_dir
+    os.environ["NVDRA_BINARY_DIR"] = os.path.abspath(args.build_dir)
     os.environ["NVDRA_SOURCE_DIR"] = TOP
-    from kubelet_double import Claim, KubeletDouble
-    from nvdra_testlib import AgentDirs, NotifySocket, clean_env
+    from gpu_node import MOCK, SimulatedNode, gpu_config
+    from nvdra_testlib import agent_binary
 
-    agent = os.path.join(args.build_dir, "agent", "nvdra-agent")
-    mock = os.path.join(args.build_dir, "nvml-mock", "libnvidia-ml.so.1")
-    dirs = AgentDirs()
-    state = tempfile.mkdtemp(prefix="nvdra-mock-state-", dir=dirs.root)
-    env = clean_env(NVDRA_MOCK_PROFILE=args.profile, NVDRA_MOCK_STATE_DIR=state)
-
-    step(f"GPUs on the simulated node (mock NVML, profile {args.profile})")
-    subprocess.run([agent, "devices", "--nvml-library", mock], env=env, check=True)
-
-    step("starting nvdra-agent")
-    notify = NotifySocket(dirs.root)
-    log_path = os.path.join(dirs.root, "agent.log")
-    log = open(log_path, "w")
-    t0 = time.monotonic()
-    proc = subprocess.Popen([agent] + dirs.args("demo-node") + ["--nvml-library", mock],
-                            env=dict(env, NOTIFY_SOCKET=notify.path), stderr=log)
+    t_demo = time.monotonic()
+    node = SimulatedNode(profile=args.profile, node="demo-node", gates="TimeSlicingSettings=true,MPSSupport=true")
     code = 1
     try:
-        print(notify.wait_for("STATUS=").strip())
-        step("kubelet registers the plugins")
-        kubelet = KubeletDouble(dirs.registrar)
-        plugins = kubelet.wait_for_plugins(["gpu.nvidia.com", "compute-domain.nvidia.com"])
-        for name, plugin in sorted(plugins.items()):
-            print(f"  {name:28s} endpoint={plugin.endpoint}")
-        notify.wait_for("READY=1")
-        print(f"  READY=1 after {(time.monotonic() - t0) * 1000:.0f} ms")
+        step(f"GPUs on the simulated node (mock NVML, profile {args.profile})")
+        subprocess.run([agent_binary(), "devices", "--nvml-library", MOCK], env=node.env(), check=True)
 
-        step("kubelet prepares and unprepares a claim")
-        claim = Claim("default", "demo-claim", "6f1f0c2e-0000-4000-8000-000000000001")
-        print("  prepare:", plugins["gpu.nvidia.com"].prepare([claim]))
-        print("  unprepare:", plugins["gpu.nvidia.com"].unprepare([claim]))
-        kubelet.close()
+        step("starting nvdra-agent (API-server double, kubelet double)")
+        node.start()
+        print(f"  both plugins registered with kubelet; READY=1 after {node.ready_ms:.0f} ms")
+
+        step("ResourceSlices the agent published for gpu.nvidia.com")
+        devices = node.published()
+        slices_table(devices)
+
+        step("the scheduler's allocations: five claims")
+        mig = sorted(n for n in devices if "-mig-" in n)[0]
+        gpus = sorted(n for n in devices if "-mig-" not in n and n not in {d.split("-mig-")[0] for d in devices if "-mig-" in d})
+        claims = [
+            ("full-gpu", [("gpu", gpus[0])], []),
+            ("mig-slice", [("mig", mig)], []),
+            ("time-sliced", [("gpu", gpus[1])],
+             [([], gpu_config(sharing={"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}))]),
+            ("mps-shared", [("gpu", gpus[2])],
+             [([], gpu_config(sharing={"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 50}}))]),
+            ("bad-config", [("gpu", gpus[3])], [([], gpu_config(sharing={"strategy": "TimeSlicing", "sharingPolicy": 1}))]),
+        ]
+        allocated = []
+        for name, results, configs in claims:
+            claim = node.allocate(name, results, configs)
+            allocated.append(claim)
+            extra = f"  config: {configs[0][1].get('sharing')}" if configs else ""
+            print(f"  {name:12s} → {', '.join(d for _, d in results)}{extra}")
+
+        step("kubelet: NodePrepareResources for all five in one call")
+        t0 = time.monotonic()
+        answer = node.gpu().prepare(allocated)
+        print(f"  answered in {(time.monotonic() - t0) * 1000:.1f} ms")
+        for claim in allocated:
+            entry = answer[claim.uid]
+            if entry["error"]:
+                print(f"  {claim.name:12s} ERROR {entry['error']}")
+                continue
+            for d in entry["devices"]:
+                print(f"  {claim.name:12s} {d['device_name']:22s} {' '.join(d['cdi_device_ids'])}")
+        print("  CDI specs on disk:")
+        for f in node.cdi_files():
+            print(f"    {os.path.join(node.dirs.cdi, f)}")
+        print(f"  nvidia-smi ran: {node.helper_log('nvidia-smi').strip().replace(chr(10), '; ') or '-'}")
+        mps = "; ".join(x for x in node.helper_log("nvidia-cuda-mps-control").splitlines() if x.strip())
+        print(f"  nvidia-cuda-mps-control ran: {mps or '-'}")
+
+        step("kubelet: NodeUnprepareResources")
+        errors = node.gpu().unprepare(allocated)
+        print(f"  {sum(1 for e in errors.values() if not e)}/{len(errors)} unprepared;"
+              f" CDI specs left: {node.cdi_files()}; claims in the checkpoint: {len(node.checkpoint())}")
+        print(f"  nvidia-smi ran (all): {node.helper_log('nvidia-smi').strip().replace(chr(10), '; ')}")
 
         step("SIGTERM")
         t1 = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=10)
+        code = node.stop()
         print(f"  exit status {code} after {(time.monotonic() - t1) * 1000:.0f} ms;"
-              f" sockets left: {sorted(os.listdir(dirs.registrar))}")
+              f" sockets left: {sorted(os.listdir(node.dirs.registrar))}")
+        print(f"\ndemo done in {time.monotonic() - t_demo:.1f} s; agent log: {node.log_path} (removed on exit)")
+    except Exception:
+        print(f"\nagent log:\n{node.agent_log() if node.runs else ''}")
+        raise
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        log.close()
-        print(f"\nagent log:\n{open(log_path).read()}")
-        notify.close()
-        dirs.cleanup()
+        node.cleanup()
     return 0 if code == 0 else 1
 
 
