@@ -41,7 +41,9 @@ GpuClaimHandler::GpuClaimHandler(runtime::WorkerPool& pool, ClaimSource& source,
                                  CheckpointCommitter& committer, cdi::SpecStore& specs, MpsControl& mps,
                                  GpuClaimHandlerOptions options)
     : pool_(pool), source_(source), inventory_(inventory), committer_(committer), specs_(specs), mps_(mps),
-      options_(std::move(options)), smi_(options_.driver_root) {}
+      options_(std::move(options)), smi_(options_.driver_root) {
+  if (options_.mig_library) dynamic_mig_ = std::make_unique<DynamicMig>(pool_, *options_.mig_library);
+}
 
 MpsDaemon GpuClaimHandler::mps_daemon(const std::string& id, std::vector<std::string> uuids, MpsPlan plan) const {
   std::sort(uuids.begin(), uuids.end());
@@ -63,6 +65,11 @@ Result<std::vector<GpuClaimHandler::PlannedGroup>> GpuClaimHandler::plan_claim(C
                              ") is not a device of this node; devices here: " + known,
                          claim);
     }
+    if (device->dynamic && !dynamic_mig_)
+      return claim_error(ErrorCode::kFailedPrecondition,
+                         "allocated device \"" + r.device + "\" is a DynamicMIG device, but this agent has no NVML "
+                         "library to create MIG devices with",
+                         claim);
     r.type = device->type;
   }
   input.results = allocation.results;
@@ -130,11 +137,22 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
                           claim.namespace_name, {}};
   if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return for_claim(st.error(), claim);
 
-  // Side effects, all on the pool. On failure the claim is rolled back at once, so the node keeps
-  // no half-prepared claim; if the rollback fails too, the PrepareStarted entry keeps it findable.
+  // Side effects. On failure the claim is rolled back at once, so the node keeps no half-prepared
+  // claim; if the rollback fails too, the PrepareStarted entry keeps it findable (the results name
+  // the MIG devices to look for, by placement).
+  std::map<std::string, nvml::MigDeviceInfo> created;  // DynamicMIG devices, by name
+  Status side;
+  for (const auto& group : *groups) {
+    for (const auto* d : group.devices) {
+      if (!d->dynamic || !side) continue;
+      auto mig = co_await dynamic_mig_->create(*d);
+      if (mig) created.emplace(d->name, std::move(*mig));
+      else side = mig.error();
+    }
+  }
   std::vector<PreparedGroup> prepared(groups->size());
   std::vector<cdi::NamedEdits> edits;
-  Status side = co_await pool_.run([&]() -> Status {
+  if (side) side = co_await pool_.run([&]() -> Status {
     for (std::size_t g = 0; g < groups->size(); ++g) {
       const auto& group = (*groups)[g];
       if (group.plan.kind == SharingKind::kTimeSlicing && !group.gpu_uuids.empty()) {
@@ -152,7 +170,10 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
       for (const auto* d : group.devices) {
         cdi::ContainerEdits e;
         if (d->type == DeviceType::kMig) {
-          auto mig = cdi::read_mig_edits(cdi::MigDevice{d->parent_minor, d->gi_id, d->ci_id}, options_.host);
+          const auto made = created.find(d->name);
+          const unsigned gi = made != created.end() ? made->second.gi_id : d->gi_id;
+          const unsigned ci = made != created.end() ? made->second.ci_id : d->ci_id;
+          auto mig = cdi::read_mig_edits(cdi::MigDevice{d->parent_minor, gi, ci}, options_.host);
           if (!mig) return mig.error();
           e = std::move(*mig);
         } else {
@@ -177,17 +198,17 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
       for (std::size_t k = 0; k < (*groups)[g].devices.size(); ++k) {
         const auto* d = (*groups)[g].devices[k];
         const auto& r = allocation->results[(*groups)[g].results[k]];
-        prepared[g].devices.push_back(PreparedEntry{d->type, d->uuid, d->parent_uuid, d->parent_minor, d->gi_id,
-                                                    d->ci_id, {r.request}, options_.node_name, d->name,
-                                                    {base, spec->device_ids[next++]}});
+        PreparedEntry entry{d->type, d->uuid, d->parent_uuid, d->parent_minor, d->gi_id,
+                            d->ci_id, {r.request}, options_.node_name, d->name, {base, spec->device_ids[next++]}};
+        if (auto made = created.find(d->name); made != created.end())
+          entry.uuid = made->second.uuid, entry.gi_id = made->second.gi_id, entry.ci_id = made->second.ci_id;
+        prepared[g].devices.push_back(std::move(entry));
       }
     return {};
   });
   if (!side) {
     std::vector<UndoGroup> undo;
-    for (const auto& g : *groups)
-      undo.push_back(UndoGroup{g.gpu_uuids, g.uuids, g.plan.kind == SharingKind::kTimeSlicing,
-                               g.plan.kind == SharingKind::kMps ? mps_daemon_id(claim.uid, g.uuids) : "", g.plan.mps});
+    for (const auto& g : *groups) undo.push_back(undo_of(g, claim.uid, created));
     (void)co_await undo_claim(claim, std::move(undo));  // the error below is the one to report
     co_return for_claim(side.error(), claim);
   }
@@ -225,6 +246,9 @@ Result<std::vector<GpuClaimHandler::UndoGroup>> GpuClaimHandler::undo_groups(con
       for (const auto& d : g.devices) {
         u.uuids.push_back(d.uuid);
         if (d.type == DeviceType::kGpu) u.gpu_uuids.push_back(d.uuid);
+        const auto* inv = inventory_.find(d.device);
+        if (d.type == DeviceType::kMig && inv && inv->dynamic)
+          u.migs.push_back(MigUndo{inv, std::pair{d.gi_id, d.ci_id}});
       }
       u.time_sliced = g.time_slice_applied;
       u.mps_daemon_id = g.mps_daemon_id;
@@ -237,10 +261,22 @@ Result<std::vector<GpuClaimHandler::UndoGroup>> GpuClaimHandler::undo_groups(con
   if (!allocation) return allocation.error();
   auto groups = plan_claim(*allocation, claim);
   if (!groups) return out;  // the plan failed before any side effect could have happened
-  for (const auto& g : *groups)
-    out.push_back(UndoGroup{g.gpu_uuids, g.uuids, g.plan.kind == SharingKind::kTimeSlicing,
-                            g.plan.kind == SharingKind::kMps ? mps_daemon_id(uid, g.uuids) : "", g.plan.mps});
+  for (const auto& g : *groups) out.push_back(undo_of(g, uid, {}));
   return out;
+}
+
+GpuClaimHandler::UndoGroup GpuClaimHandler::undo_of(const PlannedGroup& g, const std::string& uid,
+                                                    const std::map<std::string, nvml::MigDeviceInfo>& created) const {
+  UndoGroup u{g.gpu_uuids, g.uuids, g.plan.kind == SharingKind::kTimeSlicing,
+              g.plan.kind == SharingKind::kMps ? mps_daemon_id(uid, g.uuids) : "", g.plan.mps, {}};
+  for (const auto* d : g.devices) {
+    if (!d->dynamic) continue;
+    if (auto it = created.find(d->name); it != created.end())
+      u.migs.push_back(MigUndo{d, std::pair{it->second.gi_id, it->second.ci_id}});
+    else if (!mig_used_elsewhere(d->name, uid))  // upstream: unless a completed claim uses it
+      u.migs.push_back(MigUndo{d, std::nullopt});
+  }
+  return u;
 }
 
 std::vector<std::string> GpuClaimHandler::time_sliced_elsewhere(const std::string& uid) const {
@@ -258,6 +294,8 @@ std::vector<std::string> GpuClaimHandler::time_sliced_elsewhere(const std::strin
 }
 
 boost::asio::awaitable<Status> GpuClaimHandler::undo_claim(kubelet::ClaimRef claim, std::vector<UndoGroup> groups) {
+  // MIG devices first (upstream order); a busy one fails the unprepare, the entry stays and kubelet retries.
+  if (auto st = co_await destroy_migs(claim, groups); !st) co_return for_claim(st.error(), claim);
   // The default time slice comes back only when no other prepared claim still time-slices the GPU.
   std::vector<std::string> keep = time_sliced_elsewhere(claim.uid);
   Status st = co_await pool_.run([&]() -> Status {

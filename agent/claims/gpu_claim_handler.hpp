@@ -12,11 +12,15 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <functional>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/claims/checkpoint_committer.hpp"
 #include "agent/claims/claim_source.hpp"
+#include "agent/claims/dynamic_mig.hpp"
 #include "agent/claims/gpu_inventory.hpp"
 #include "agent/claims/helper_program_mps.hpp"
 #include "agent/claims/prepared_claim.hpp"
@@ -37,6 +41,10 @@ struct GpuClaimHandlerOptions {
   std::string mps_root;           // <plugins dir>/gpu.nvidia.com/mps: one <daemon id>/ per MPS group
   cdi::HostView host;             // how CDI device edits read the host
   ConfigGates gates;              // copied from config::FeatureGates
+  // DynamicMIG: the NVML seam that creates/destroys MIG devices at prepare/unprepare (the
+  // agent's long-lived library; must outlive the handler). Null: dynamic MIG devices in the
+  // inventory (GpuInventory(model, true)) cannot be prepared and recover() leaves MIG alone.
+  nvml::GpuLibrary* mig_library = nullptr;
 };
 
 // Whether a checkpointed claim still exists in the API (same namespace, name and UID).
@@ -48,6 +56,8 @@ struct RecoveryReport {
   std::vector<std::string> rolled_back;    // PrepareStarted claims undone (UIDs)
   std::vector<std::string> unprepared;     // completed claims whose API object is gone
   std::vector<std::string> orphan_specs;   // CDI claim spec files no checkpoint entry owned
+  std::vector<std::string> orphan_migs;    // DynamicMIG: MIG devices no prepared claim owned, destroyed
+  std::vector<std::string> recreated_migs; // DynamicMIG: "<claim uid>/<device>" found missing and recreated
   std::vector<Error> errors;               // per claim/file; the rest carried on
 };
 
@@ -66,6 +76,11 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   boost::asio::awaitable<RecoveryReport> recover(ClaimExists exists);
 
  private:
+  // A DynamicMIG device to destroy: by its ids when the checkpoint has them, else by its name.
+  struct MigUndo {
+    const InventoryDevice* device = nullptr;
+    std::optional<std::pair<unsigned, unsigned>> ids;  // GI, CI
+  };
   // What undoing a claim's sharing takes, from a plan (PrepareStarted) or the checkpoint (completed).
   struct UndoGroup {
     std::vector<std::string> gpu_uuids;  // full GPUs of the group
@@ -73,6 +88,7 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
     bool time_sliced = false;
     std::string mps_daemon_id;
     MpsPlan mps;
+    std::vector<MigUndo> migs;  // DynamicMIG devices to destroy
   };
   struct PlannedGroup;
 
@@ -83,6 +99,14 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   Result<std::vector<UndoGroup>> undo_groups(const std::string& uid, const CheckpointedClaim& entry) const;
   std::vector<std::string> time_sliced_elsewhere(const std::string& uid) const;
   MpsDaemon mps_daemon(const std::string& id, std::vector<std::string> uuids, MpsPlan plan) const;
+  // DynamicMIG helpers (dynamic_mig_recovery.cpp).
+  UndoGroup undo_of(const PlannedGroup& group, const std::string& uid,
+                    const std::map<std::string, nvml::MigDeviceInfo>& created) const;
+  bool mig_used_elsewhere(const std::string& device, const std::string& uid) const;
+  boost::asio::awaitable<Status> destroy_migs(const kubelet::ClaimRef& claim, const std::vector<UndoGroup>& groups);
+  boost::asio::awaitable<void> reconcile_dynamic_mig(RecoveryReport& report);
+  boost::asio::awaitable<Status> recreate_missing(const std::string& uid, const CheckpointedClaim& entry,
+                                                  const std::vector<std::string>& missing, RecoveryReport& report);
 
   runtime::WorkerPool& pool_;
   ClaimSource& source_;
@@ -92,6 +116,7 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   MpsControl& mps_;
   GpuClaimHandlerOptions options_;
   NvidiaSmi smi_;
+  std::unique_ptr<DynamicMig> dynamic_mig_;  // set when options.mig_library is
 };
 
 }  // namespace nvdra::claims

@@ -2,16 +2,37 @@
 
 #include <set>
 
+#include "nvml/partitions.hpp"
 #include "nvml/published_devices.hpp"
 
 namespace nvdra::claims {
 
-GpuInventory::GpuInventory(const nvml::DeviceModel& model) {
-  // published_gpu_devices decides what is published (MIG mode, C==G profiles); index only those
-  // so a claim can name nothing the node does not offer.
+GpuInventory::GpuInventory(const nvml::DeviceModel& model) : GpuInventory(model, false) {}
+
+GpuInventory::GpuInventory(const nvml::DeviceModel& model, bool dynamic_mig) {
+  // published_gpu_resources decides what is published (MIG mode, C==G profiles, DynamicMIG);
+  // index only those so a claim can name nothing the node does not offer.
   std::set<std::string> published;
-  for (const auto& d : nvml::published_gpu_devices(model)) published.insert(d.name);
+  for (const auto& d : nvml::published_gpu_resources(model, dynamic_mig).devices) published.insert(d.name);
   for (const auto& gpu : model.gpus) {
+    if (dynamic_mig && nvml::dynamic_mig_capable(gpu)) {
+      const bool hopper = nvml::hopper_or_newer(gpu);
+      dynamic_gpus_.push_back(DynamicGpu{gpu.uuid, gpu.minor, hopper});
+      InventoryDevice full{gpu.canonical_name(), DeviceType::kGpu, gpu.uuid, gpu.minor, gpu.pci.bus_id,
+                           0, 0, 0, "", gpu.cuda_cc_major};
+      if (published.count(full.name)) devices_.emplace(full.name, full);
+      // Existing instances are not devices here: their names are the possible devices' names.
+      for (const auto& m : nvml::possible_mig_devices(gpu)) {
+        InventoryDevice dev{m.name, DeviceType::kMig, "", gpu.minor, gpu.pci.bus_id, gpu.minor, 0, 0, gpu.uuid,
+                            gpu.cuda_cc_major};
+        dev.dynamic = true;
+        dev.mig_request = nvml::MigDeviceRequest{m.profile.gi_profile_id, m.placement.start, m.profile.ci_profile_id,
+                                                 m.profile.ci_engine_profile_id};
+        dev.parent_hopper = hopper;
+        devices_.emplace(dev.name, dev);
+      }
+      continue;
+    }
     InventoryDevice full{gpu.canonical_name(), DeviceType::kGpu, gpu.uuid, gpu.minor, gpu.pci.bus_id,
                          0, 0, 0, "", gpu.cuda_cc_major};
     if (published.count(full.name)) devices_.emplace(full.name, full);

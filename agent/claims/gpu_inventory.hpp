@@ -10,6 +10,7 @@
 
 #include "agent/claims/config_resolver.hpp"
 #include "nvml/device_model.hpp"
+#include "nvml/gpu_library.hpp"
 
 namespace nvdra::claims {
 
@@ -23,6 +24,17 @@ struct InventoryDevice {
   unsigned gi_id = 0, ci_id = 0;
   std::string parent_uuid;
   int cuda_cc_major = 0;    // of the (parent) GPU: MPS multi-user needs >= 7
+  // DynamicMIG: a MIG device created at prepare (uuid, gi_id and ci_id unknown until then).
+  bool dynamic = false;
+  nvml::MigDeviceRequest mig_request;  // GI profile ID, placement start, full-size CI profile
+  bool parent_hopper = false;          // MIG mode may be toggled on the parent (Hopper+)
+};
+
+// A GPU whose MIG devices DynamicMIG creates and destroys.
+struct DynamicGpu {
+  std::string uuid;
+  unsigned minor = 0;
+  bool hopper = false;
 };
 
 class GpuInventory {
@@ -30,14 +42,20 @@ class GpuInventory {
   GpuInventory() = default;
   // The devices published_gpu_devices(model) names, and nothing else.
   explicit GpuInventory(const nvml::DeviceModel& model);
+  // With dynamic_mig: the devices nvml::published_gpu_resources(model, true) names, the possible
+  // MIG devices of dynamic-MIG capable GPUs marked `dynamic`.
+  GpuInventory(const nvml::DeviceModel& model, bool dynamic_mig);
 
   const InventoryDevice* find(const std::string& name) const;
   // Published names, sorted.
   std::vector<std::string> names() const;
   std::size_t size() const { return devices_.size(); }
+  // The GPUs with dynamic devices (empty without DynamicMIG).
+  const std::vector<DynamicGpu>& dynamic_gpus() const { return dynamic_gpus_; }
 
  private:
   std::map<std::string, InventoryDevice> devices_;
+  std::vector<DynamicGpu> dynamic_gpus_;
 };
 
 }  // namespace nvdra::claims

@@ -48,6 +48,8 @@ boost::asio::awaitable<RecoveryReport> GpuClaimHandler::recover(ClaimExists exis
     else report.errors.push_back(st.error());
   }
 
+  if (dynamic_mig_ && !inventory_.dynamic_gpus().empty()) co_await reconcile_dynamic_mig(report);
+
   // optional: co_spawn needs a default-constructible result type.
   auto listed = co_await pool_.run([this] { return std::optional(specs_.list()); });
   auto& files = *listed;

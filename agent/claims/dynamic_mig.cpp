@@ -1,0 +1,90 @@
+#include "agent/claims/dynamic_mig.hpp"
+
+#include "agent/base/log.hpp"
+#include "agent/runtime/worker_pool.hpp"
+
+namespace nvdra::claims {
+
+boost::asio::awaitable<Result<nvml::MigDeviceInfo>> DynamicMig::create(const InventoryDevice& d) {
+  auto guard = co_await locks_.lock(d.parent_uuid);
+  if (!guard) co_return guard.error();
+  co_return co_await pool_.run([&]() -> Result<nvml::MigDeviceInfo> {
+    auto mode = library_.mig_mode(d.parent_uuid);
+    if (!mode) return mode.error();
+    if (!mode->current_enabled) {
+      if (!d.parent_hopper)
+        return make_error(ErrorCode::kFailedPrecondition,
+                          "MIG mode is off on GPU " + d.parent_uuid + " (pre-Hopper GPUs are not switched to MIG mode, "
+                          "as upstream); cannot create " + d.name);
+      auto change = library_.set_mig_mode(d.parent_uuid, true);
+      if (!change) return change.error();
+      if (!change->active)
+        return make_error(ErrorCode::kUnavailable, "MIG mode on GPU " + d.parent_uuid + " is pending (" + change->detail +
+                                                       "); cannot create " + d.name);
+    }
+    auto created = library_.create_mig_device(d.parent_uuid, d.mig_request);
+    if (!created) {
+      Error e = created.error();
+      e.message = "creating MIG device " + d.name + ": " + e.message;
+      return e;
+    }
+    return created;
+  });
+}
+
+Status DynamicMig::destroy_locked(const std::string& gpu_uuid, bool hopper, unsigned gi_id, unsigned ci_id) {
+  if (auto st = library_.destroy_mig_device(gpu_uuid, gi_id, ci_id); !st) return st;
+  disable_if_unused_locked(gpu_uuid, hopper);
+  return {};
+}
+
+void DynamicMig::disable_if_unused_locked(const std::string& gpu_uuid, bool hopper) {
+  if (!hopper) return;
+  auto left = library_.mig_devices(gpu_uuid);
+  auto mode = library_.mig_mode(gpu_uuid);
+  if (!left || !mode || !left->empty() || !mode->current_enabled) return;
+  if (auto off = library_.set_mig_mode(gpu_uuid, false); !off)
+    logger("claims")->warn("GPU {}: no MIG device left, but MIG mode stays on: {}", gpu_uuid, off.error().describe());
+}
+
+boost::asio::awaitable<Status> DynamicMig::destroy(const InventoryDevice& d, unsigned gi_id, unsigned ci_id) {
+  auto guard = co_await locks_.lock(d.parent_uuid);
+  if (!guard) co_return guard.error();
+  co_return co_await pool_.run([&] { return destroy_locked(d.parent_uuid, d.parent_hopper, gi_id, ci_id); });
+}
+
+boost::asio::awaitable<Status> DynamicMig::destroy_by_name(const InventoryDevice& d) {
+  auto guard = co_await locks_.lock(d.parent_uuid);
+  if (!guard) co_return guard.error();
+  co_return co_await pool_.run([&]() -> Status {
+    auto existing = library_.mig_devices(d.parent_uuid);
+    if (!existing) return existing.error();
+    for (const auto& m : *existing)
+      if (m.canonical_name() == d.name) return destroy_locked(d.parent_uuid, d.parent_hopper, m.gi_id, m.ci_id);
+    return {};
+  });
+}
+
+boost::asio::awaitable<Result<std::vector<nvml::MigDeviceInfo>>> DynamicMig::list(const std::string& gpu_uuid) {
+  auto guard = co_await locks_.lock(gpu_uuid);
+  if (!guard) co_return guard.error();
+  co_return co_await pool_.run([&] { return library_.mig_devices(gpu_uuid); });
+}
+
+boost::asio::awaitable<Status> DynamicMig::destroy_instance(const DynamicGpu& gpu, const nvml::MigDeviceInfo& mig) {
+  auto guard = co_await locks_.lock(gpu.uuid);
+  if (!guard) co_return guard.error();
+  co_return co_await pool_.run([&] { return library_.destroy_mig_device(gpu.uuid, mig.gi_id, mig.ci_id); });
+}
+
+boost::asio::awaitable<Status> DynamicMig::disable_if_unused(const DynamicGpu& gpu) {
+  auto guard = co_await locks_.lock(gpu.uuid);
+  if (!guard) co_return guard.error();
+  co_await pool_.run([&] {
+    disable_if_unused_locked(gpu.uuid, gpu.hopper);
+    return 0;
+  });
+  co_return Status{};
+}
+
+}  // namespace nvdra::claims

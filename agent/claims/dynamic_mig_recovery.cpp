@@ -1,0 +1,141 @@
+// GpuClaimHandler's DynamicMIG side: destroying a claim's MIG devices at unprepare/rollback, and
+// the start-up reconciliation of the GPUs' MIG devices with the checkpoint (upstream-driver.md
+// §6.4: MIG devices no prepared claim owns are destroyed, MIG mode goes off on Hopper+ GPUs left
+// without any; here also: a prepared claim whose MIG device is gone gets it recreated).
+#include <set>
+
+#include "agent/claims/gpu_claim_handler.hpp"
+#include "agent/runtime/worker_pool.hpp"
+#include "cdi/naming.hpp"
+#include "cdi/spec_builder.hpp"
+
+namespace nvdra::claims {
+
+namespace {
+
+Error with_context(Error e, const std::string& context) {
+  e.message = context + ": " + e.message;
+  return e;
+}
+
+}  // namespace
+
+bool GpuClaimHandler::mig_used_elsewhere(const std::string& device, const std::string& uid) const {
+  for (const auto& [other, entry] : committer_.current().claims) {
+    if (other == uid || entry.state != ClaimState::kPrepareCompleted) continue;
+    auto groups = decode_prepared_groups(entry.prepared_devices, other);
+    if (!groups) continue;
+    for (const auto& g : *groups)
+      for (const auto& d : g.devices)
+        if (d.device == device) return true;
+  }
+  return false;
+}
+
+boost::asio::awaitable<Status> GpuClaimHandler::destroy_migs(const kubelet::ClaimRef& claim,
+                                                             const std::vector<UndoGroup>& groups) {
+  if (!dynamic_mig_) co_return Status{};
+  for (const auto& g : groups) {
+    for (const auto& m : g.migs) {
+      Status st = m.ids ? co_await dynamic_mig_->destroy(*m.device, m.ids->first, m.ids->second)
+                        : co_await dynamic_mig_->destroy_by_name(*m.device);
+      if (!st) {
+        Error e = with_context(st.error(), "destroying MIG device " + m.device->name + " of claim " + claim.describe());
+        if (e.code == ErrorCode::kUnavailable) e.message += " (the GPU is busy; kubelet retries the unprepare)";
+        co_return e;
+      }
+    }
+  }
+  co_return Status{};
+}
+
+boost::asio::awaitable<void> GpuClaimHandler::reconcile_dynamic_mig(RecoveryReport& report) {
+  // MIG devices of completed claims, by device name, with the ids the checkpoint recorded.
+  struct Owned {
+    std::string uid;
+    unsigned gi = 0, ci = 0;
+  };
+  std::map<std::string, Owned> owned;
+  for (const auto& [uid, entry] : committer_.current().claims) {
+    if (entry.state != ClaimState::kPrepareCompleted) continue;
+    auto groups = decode_prepared_groups(entry.prepared_devices, uid);
+    if (!groups) continue;
+    for (const auto& g : *groups)
+      for (const auto& d : g.devices)
+        if (const auto* inv = inventory_.find(d.device); d.type == DeviceType::kMig && inv && inv->dynamic)
+          owned[d.device] = Owned{uid, d.gi_id, d.ci_id};
+  }
+  std::set<std::string> present;
+  for (const auto& gpu : inventory_.dynamic_gpus()) {
+    auto migs = co_await dynamic_mig_->list(gpu.uuid);
+    if (!migs) {
+      report.errors.push_back(migs.error());
+      continue;
+    }
+    for (const auto& m : *migs) {
+      const std::string name = m.canonical_name();
+      auto it = owned.find(name);
+      if (it != owned.end() && it->second.gi == m.gi_id && it->second.ci == m.ci_id) {
+        present.insert(name);
+        continue;
+      }
+      // No claim owns it (or not this instance of the placement: recreated below with its caps).
+      if (auto st = co_await dynamic_mig_->destroy_instance(gpu, m); st) report.orphan_migs.push_back(name);
+      else report.errors.push_back(with_context(st.error(), "destroying orphan MIG device " + name));
+    }
+  }
+  std::map<std::string, std::vector<std::string>> missing;  // claim uid -> device names
+  for (const auto& [name, o] : owned)
+    if (!present.count(name)) missing[o.uid].push_back(name);
+  for (const auto& [uid, names] : missing) {
+    const auto entry = committer_.current().claims.at(uid);  // a copy: recreate_missing commits
+    if (auto st = co_await recreate_missing(uid, entry, names, report); !st) report.errors.push_back(st.error());
+  }
+  for (const auto& gpu : inventory_.dynamic_gpus()) (void)co_await dynamic_mig_->disable_if_unused(gpu);
+}
+
+boost::asio::awaitable<Status> GpuClaimHandler::recreate_missing(const std::string& uid, const CheckpointedClaim& entry,
+                                                                 const std::vector<std::string>& missing,
+                                                                 RecoveryReport& report) {
+  const kubelet::ClaimRef claim{entry.ns, entry.name, uid};
+  auto groups = decode_prepared_groups(entry.prepared_devices, claim.describe());
+  if (!groups) co_return groups.error();
+  for (auto& g : *groups)
+    for (auto& d : g.devices) {
+      if (std::find(missing.begin(), missing.end(), d.device) == missing.end()) continue;
+      auto made = co_await dynamic_mig_->create(*inventory_.find(d.device));
+      if (!made) {
+        Error e = with_context(made.error(), "claim " + claim.describe() + ": its MIG device " + d.device +
+                                                 " is gone and could not be recreated");
+        e.claim = claim.describe();
+        co_return e;
+      }
+      d.uuid = made->uuid, d.gi_id = made->gi_id, d.ci_id = made->ci_id;
+      report.recreated_migs.push_back(uid + "/" + d.device);
+    }
+  // The claim's CDI spec names the caps of the new instances (DynamicMIG excludes MPS: no MPS edits).
+  Status st = co_await pool_.run([&]() -> Status {
+    std::vector<cdi::NamedEdits> edits;
+    for (const auto& g : *groups)
+      for (const auto& d : g.devices) {
+        const auto* inv = inventory_.find(d.device);
+        if (!inv) return make_error(ErrorCode::kFailedPrecondition, "device " + d.device + " is no longer on this node");
+        if (d.type == DeviceType::kMig) {
+          auto mig = cdi::read_mig_edits(cdi::MigDevice{inv->parent_minor, d.gi_id, d.ci_id}, options_.host);
+          if (!mig) return mig.error();
+          edits.push_back(cdi::NamedEdits{d.device, std::move(*mig)});
+        } else {
+          edits.push_back(cdi::NamedEdits{d.device, cdi::gpu_edits(cdi::GpuDevice{inv->minor, inv->pci_bus_id}, options_.host)});
+        }
+      }
+    auto spec = cdi::build_claim_spec(cdi::kGpuVendor, uid, std::move(edits));
+    if (!spec) return spec.error();
+    return specs_.write(*spec);
+  });
+  if (!st) co_return with_context(st.error(), "claim " + claim.describe() + ": rewriting its CDI spec");
+  CheckpointedClaim updated = entry;
+  updated.prepared_devices = encode_prepared_groups(*groups);
+  co_return co_await committer_.commit({ClaimUpdate{uid, updated}});
+}
+
+}  // namespace nvdra::claims
