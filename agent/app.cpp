@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "agent/base/log.hpp"
+#include "agent/controller/compute_domain_controller.hpp"
 #include "agent/drivers/driver_component.hpp"
 #include "agent/runtime/readiness.hpp"
 #include "agent/runtime/supervisor.hpp"
@@ -75,6 +76,10 @@ int App::run() {
   status.on_change([svc = status_service.get()](const systemd_bus::StatusSnapshot& s) { svc->update(s); });
   components.push_back(std::move(status_service));
   for (auto kind : options_.drivers) components.push_back(std::make_unique<drivers::DriverComponent>(kind, ctx));
+  // The ComputeDomain controller role (HostManagedIMEX, --controller): elected among the agents.
+  if (controller::ComputeDomainController::should_run(options_)) {
+    components.push_back(std::make_unique<controller::ComputeDomainController>(ctx));
+  }
 
   for (auto& c : components) c->declare(readiness);
   readiness.on_ready([&] {
