@@ -183,4 +183,7 @@ class SimulatedNode:
 
     def helper_log(self, program):
         path = os.path.join(self.root, "node", program + ".log")
-        return open(path).read() if os.path.exists(path) else ""
+        if not os.path.exists(path):
+            return ""
+        with open(path) as f:
+            return f.read()
