@@ -1,0 +1,172 @@
+#include "agent/drivers/compute_domain_backend.hpp"
+
+#include <filesystem>
+
+#include "agent/base/log.hpp"
+#include "agent/claims/checkpoint_committer.hpp"
+#include "agent/claims/checkpoint_file_store.hpp"
+#include "agent/claims/checkpoint_startup.hpp"
+#include "agent/config/options.hpp"
+#include "agent/drivers/compute_domain_claims.hpp"
+#include "agent/drivers/imex_unit_watcher.hpp"
+#include "agent/runtime/worker_pool.hpp"
+#include "agent/status/agent_status.hpp"
+#include "cdi/file_spec_store.hpp"
+#include "imex/channel_device.hpp"
+#include "imex/channel_major.hpp"
+#include "imex/unit_policy.hpp"
+#include "nvml/discovery.hpp"
+#include "nvml/gpu_library.hpp"
+
+namespace nvdra::drivers {
+
+namespace {
+
+imex::CheckPolicy policy_of(config::ImexCheck check) {
+  switch (check) {
+    case config::ImexCheck::kWarn: return imex::CheckPolicy::kWarn;
+    case config::ImexCheck::kEnforce: return imex::CheckPolicy::kEnforce;
+    case config::ImexCheck::kOff: return imex::CheckPolicy::kOff;
+  }
+  return imex::CheckPolicy::kWarn;
+}
+
+struct Clique {
+  std::string id;
+  std::string problem;
+};
+
+struct Opened {
+  std::unique_ptr<claims::FileCheckpointStore> checkpoints;
+  claims::Checkpoint checkpoint;
+  std::unique_ptr<cdi::FileSpecStore> specs;
+};
+
+// Blocking (file locks, reads, fsync): worker pool only.
+Result<Opened> open_stores(const std::string& dir, const std::string& cdi_root) {
+  Opened out;
+  auto store = claims::FileCheckpointStore::open(claims::FileCheckpointStoreOptions{dir});
+  if (!store) return store.error();
+  auto loaded = (*store)->load();
+  if (!loaded) return loaded.error();
+  auto boot = claims::read_boot_id();
+  if (!boot) return boot.error();
+  auto startup = claims::reconcile_boot_id(std::move(loaded->checkpoint), *boot);
+  if (startup.needs_save)
+    if (auto st = (*store)->save(startup.checkpoint); !st) return st.error();
+  auto specs = cdi::FileSpecStore::open(cdi_root);
+  if (!specs) return specs.error();
+  out.checkpoints = std::move(*store);
+  out.checkpoint = std::move(startup.checkpoint);
+  out.specs = std::move(*specs);
+  return out;
+}
+
+}  // namespace
+
+struct ComputeDomainBackend::Parts {
+  std::unique_ptr<claims::FileCheckpointStore> checkpoints;
+  std::unique_ptr<claims::CheckpointCommitter> committer;
+  std::unique_ptr<cdi::FileSpecStore> specs;
+  std::unique_ptr<ImexUnitWatcher> watcher;
+  std::unique_ptr<ComputeDomainClaimHandler> handler;
+  bool host_managed = false;
+};
+
+ComputeDomainBackend::ComputeDomainBackend(RunContext& ctx) : ctx_(ctx) {}
+ComputeDomainBackend::~ComputeDomainBackend() = default;
+
+const ImexUnitWatcher* ComputeDomainBackend::watcher() const { return parts_ ? parts_->watcher.get() : nullptr; }
+
+kubelet::ClaimHandler& ComputeDomainBackend::claims() { return *parts_->handler; }
+
+boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::ApiServer> api) {
+  auto log = nvdra::logger("compute-domain");
+  const auto& o = ctx_.options;
+  auto parts = std::make_unique<Parts>();
+  parts->host_managed = o.gates.enabled(config::gate::kHostManagedIMEX);
+  const auto policy = policy_of(o.imex_check);
+  ctx_.status.set_imex({parts->host_managed ? "hostManaged" : "driverManaged", o.imex_unit, "", ""});
+
+  ComputeDomainClaimOptions options;
+  options.host_managed = parts->host_managed;
+  options.host = cdi::HostView{o.host_root, o.nvidia_driver_root};
+  options.gates = claims::ConfigGates{o.gates.enabled(config::gate::kTimeSlicingSettings),
+                                      o.gates.enabled(config::gate::kMPSSupport),
+                                      o.gates.enabled(config::gate::kPassthroughSupport),
+                                      o.gates.enabled(config::gate::kFabricTopologySupport)};
+  if (parts->host_managed) {
+    auto major = co_await ctx_.workers.run([root = o.host_root] { return imex::read_channel_major(root); });
+    if (!major) {
+      ctx_.status.record_error("compute-domain", major.error().describe());
+      co_return major.error();
+    }
+    options.channel_major = *major;
+    nvml::LoadOptions load{o.nvml_library, o.nvidia_driver_root};
+    const std::string sysfs = (std::filesystem::path(o.host_root) / "sys").string();
+    auto clique = co_await ctx_.workers.run([load, sysfs]() -> Clique {
+      auto lib = nvml::open_nvml(load);
+      if (!lib) return {"", lib.error().describe()};
+      auto model = nvml::discover(**lib, nvml::DiscoveryOptions{sysfs});
+      if (!model) return {"", model.error().describe()};
+      auto id = nvml::clique_id(*model);
+      if (!id) return {"", id.error().describe()};
+      return {*id, ""};
+    });
+    options.clique_id = clique.id;
+    options.clique_problem = clique.problem;
+    if (!clique.problem.empty())
+      log->warn("driver=compute-domain.nvidia.com NVML cannot tell this node's NVLink clique: {}; channel claims "
+                "will fail until this is fixed and the agent restarted", clique.problem);
+    else if (clique.id.empty())
+      log->warn("driver=compute-domain.nvidia.com this node has no NVLink clique: channel claims will fail (seed: "
+                "host-managed IMEX needs a multi-node NVLink clique)");
+    log->info("driver=compute-domain.nvidia.com mode=hostManaged channel_major={} clique={} imex_unit={} "
+              "imex_check={}", *major, clique.id.empty() ? "none" : clique.id, o.imex_unit, imex::to_string(policy));
+  } else {
+    log->warn("driver=compute-domain.nvidia.com HostManagedIMEX is off: nvdra does not provide driver-managed IMEX "
+              "(per-ComputeDomain IMEX daemons); publishing no devices, channel claims fail");
+  }
+
+  const std::string dir = (std::filesystem::path(o.kubelet_plugins_dir) / config::kComputeDomainDriverName).string();
+  auto opened = co_await ctx_.workers.run([dir, cdi_root = o.cdi_root]() -> Result<Opened> { return open_stores(dir, cdi_root); });
+  if (!opened) {
+    ctx_.status.record_error("compute-domain", opened.error().describe());
+    co_return opened.error();
+  }
+  parts->checkpoints = std::move(opened->checkpoints);
+  parts->specs = std::move(opened->specs);
+  parts->committer = std::make_unique<claims::CheckpointCommitter>(ctx_.executor, ctx_.workers, *parts->checkpoints,
+                                                                   std::move(opened->checkpoint));
+
+  PrepareGate gate;
+  if (parts->host_managed && policy != imex::CheckPolicy::kOff) {
+    parts->watcher = std::make_unique<ImexUnitWatcher>(ctx_.system_bus, o.imex_unit);
+    auto* status = &ctx_.status;
+    parts->watcher->on_change([status](const imex::UnitView& v) {
+      status->set_imex({"hostManaged", v.unit, v.state.active_state, v.state.sub_state});
+      if (v.reach == imex::Reach::kKnown && !imex::is_active(v.state))
+        status->record_error("imex", "unit " + v.unit + " is not active: " + imex::describe(v.state));
+    });
+    parts->watcher->start(ctx_.executor);
+    if (policy == imex::CheckPolicy::kEnforce)
+      gate = [w = parts->watcher.get()] { return imex::prepare_allowed(imex::CheckPolicy::kEnforce, w->view()); };
+  }
+  parts->handler = std::make_unique<ComputeDomainClaimHandler>(ctx_.workers, std::move(api), *parts->committer,
+                                                               *parts->specs, std::move(options), std::move(gate));
+  for (const auto& e : co_await parts->handler->recover())
+    log->warn("driver=compute-domain.nvidia.com start-up cleanup: {}, ignoring", e.describe());
+  parts_ = std::move(parts);
+  co_return Status{};
+}
+
+boost::asio::awaitable<Result<DriverResources>> ComputeDomainBackend::resources() {
+  if (!parts_ || !parts_->host_managed) co_return DriverResources{};
+  co_return imex::host_managed_resources();
+}
+
+std::unique_ptr<DriverBackend> make_compute_domain_backend(RunContext& ctx) {
+  return std::make_unique<ComputeDomainBackend>(ctx);
+}
+
+}  // namespace nvdra::drivers

@@ -1,0 +1,38 @@
+#pragma once
+// ComputeDomainBackend — the compute-domain.nvidia.com driver in HostManagedIMEX mode (issue #7).
+// start(): with the HostManagedIMEX gate, reads the IMEX channel major from <host-root>/proc/devices
+// (missing: this driver fails to start with what the host lacks and how to fix it; the gpu driver
+// is not affected) and the node's NVLink clique from NVML; opens the checkpoint in
+// <kubelet-plugins-dir>/compute-domain.nvidia.com/ and the CDI store, drops claims a crash left
+// half-prepared, and follows the host's IMEX unit over the shared system bus (--imex-check).
+// resources(): channel-0 only (no daemon device) under the gate; nothing without it, and channel
+// claims then fail saying driver-managed mode is not provided by this process.
+#include <memory>
+
+#include "agent/drivers/driver_backend.hpp"
+
+namespace nvdra::drivers {
+
+class ImexUnitWatcher;
+
+class ComputeDomainBackend final : public DriverBackend {
+ public:
+  explicit ComputeDomainBackend(RunContext& ctx);
+  ~ComputeDomainBackend() override;
+
+  boost::asio::awaitable<Status> start(std::shared_ptr<k8s::ApiServer> api) override;
+  kubelet::ClaimHandler& claims() override;
+  boost::asio::awaitable<Result<DriverResources>> resources() override;
+
+  // The unit watcher, when --imex-check is not off and the gate is on (after start()).
+  const ImexUnitWatcher* watcher() const;
+
+ private:
+  struct Parts;
+  RunContext& ctx_;
+  std::unique_ptr<Parts> parts_;
+};
+
+std::unique_ptr<DriverBackend> make_compute_domain_backend(RunContext& ctx);
+
+}  // namespace nvdra::drivers

@@ -1,0 +1,296 @@
+#include "agent/drivers/compute_domain_claims.hpp"
+
+#include <simdjson.h>
+
+#include <boost/json.hpp>
+
+#include <optional>
+
+#include "agent/base/log.hpp"
+#include "agent/claims/config_resolver.hpp"
+#include "agent/claims/prepared_claim.hpp"
+#include "agent/runtime/worker_pool.hpp"
+#include "cdi/naming.hpp"
+#include "cdi/spec_builder.hpp"
+#include "imex/channel_device.hpp"
+#include "imex/prepare_rules.hpp"
+#include "k8s/api_server.hpp"
+#include "k8s/claim_lookup.hpp"
+
+namespace nvdra::drivers {
+
+namespace json = boost::json;
+using claims::CheckpointedClaim;
+using claims::ClaimState;
+using claims::ClaimUpdate;
+
+namespace {
+
+constexpr std::string_view kDriver = claims::kComputeDomainDriverName;
+// The ComputeDomain CRD as upstream ships it (../shared/reference/upstream-crds/).
+const k8s::ResourceType kComputeDomains{"/apis/resource.nvidia.com/v1beta1", "computedomains", true};
+
+Error for_claim(Error e, const kubelet::ClaimRef& claim) {
+  if (e.claim.empty()) e.claim = claim.describe();
+  return e;
+}
+
+// Upstream's CD checkpoint group (reference §6.1): channel device + configState with Go's
+// capitalised field names.
+json::array encode_groups(const kubelet::PreparedDevice& d, const std::string& request, const std::string& domain) {
+  json::array cdi;
+  for (const auto& id : d.cdi_device_ids) cdi.emplace_back(id);
+  json::object device{{"Requests", json::array{json::value(request)}}, {"PoolName", d.pool_name},
+                      {"DeviceName", d.device_name}, {"CDIDeviceIDs", std::move(cdi)}};
+  json::object channel{{"info", json::object{{"id", imex::kChannelId}}}, {"device", std::move(device)}};
+  json::object entry{{"channel", std::move(channel)}, {"daemon", nullptr}};
+  json::object state{{"Type", "channel"}, {"ComputeDomain", domain}};
+  return json::array{json::object{{"devices", json::array{std::move(entry)}}, {"configState", std::move(state)}}};
+}
+
+Result<std::vector<kubelet::PreparedDevice>> decode_groups(const json::array& groups, const std::string& claim) {
+  std::vector<kubelet::PreparedDevice> out;
+  auto bad = [&claim](const std::string& what) {
+    return make_error(ErrorCode::kFailedPrecondition,
+                      "checkpoint entry of claim " + claim + " is not a compute-domain channel entry: " + what);
+  };
+  for (const auto& g : groups) {
+    const auto* devices = g.is_object() ? g.as_object().if_contains("devices") : nullptr;
+    if (!devices || !devices->is_array()) return bad("no devices list");
+    for (const auto& e : devices->as_array()) {
+      const auto* ch = e.is_object() ? e.as_object().if_contains("channel") : nullptr;
+      const auto* dev = ch && ch->is_object() ? ch->as_object().if_contains("device") : nullptr;
+      if (!dev || !dev->is_object()) return bad("no channel device");
+      const auto& o = dev->as_object();
+      kubelet::PreparedDevice d;
+      if (const auto* r = o.if_contains("Requests"); r && r->is_array())
+        for (const auto& v : r->as_array())
+          if (v.is_string()) d.request_names.push_back(claims::base_request(std::string(v.as_string())));
+      if (const auto* v = o.if_contains("PoolName"); v && v->is_string()) d.pool_name = v->as_string();
+      if (const auto* v = o.if_contains("DeviceName"); v && v->is_string()) d.device_name = v->as_string();
+      if (const auto* v = o.if_contains("CDIDeviceIDs"); v && v->is_array())
+        for (const auto& id : v->as_array())
+          if (id.is_string()) d.cdi_device_ids.emplace_back(id.as_string());
+      out.push_back(std::move(d));
+    }
+  }
+  return out;
+}
+
+bool holds_channel(const CheckpointedClaim& entry) {
+  for (const auto& g : entry.prepared_devices) {
+    const auto* devices = g.is_object() ? g.as_object().if_contains("devices") : nullptr;
+    if (!devices || !devices->is_array()) continue;
+    for (const auto& e : devices->as_array())
+      if (const auto* ch = e.is_object() ? e.as_object().if_contains("channel") : nullptr; ch && !ch->is_null())
+        return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+ComputeDomainClaimHandler::ComputeDomainClaimHandler(runtime::WorkerPool& pool, std::shared_ptr<k8s::ApiServer> api,
+                                                     claims::CheckpointCommitter& committer, cdi::SpecStore& specs,
+                                                     ComputeDomainClaimOptions options, PrepareGate gate)
+    : pool_(pool), api_(std::move(api)), committer_(committer), specs_(specs), options_(std::move(options)),
+      gate_(std::move(gate)) {}
+
+boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> ComputeDomainClaimHandler::prepare(
+    kubelet::ClaimRef claim) {
+  if (!options_.host_managed) co_return for_claim(imex::driver_managed_error(), claim);
+  const auto& claims = committer_.current().claims;
+  if (auto it = claims.find(claim.uid); it != claims.end()) {
+    if (it->second.state == ClaimState::kPrepareCompleted) {
+      auto devices = decode_groups(it->second.prepared_devices, claim.describe());
+      if (!devices) co_return for_claim(devices.error(), claim);
+      co_return std::move(*devices);
+    }
+    // Started but not completed (an error, a cancellation, a crash): only a CDI spec may exist.
+    if (auto st = co_await forget(claim); !st) co_return st.error();
+  }
+  co_return co_await prepare_new(std::move(claim));
+}
+
+boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> ComputeDomainClaimHandler::prepare_new(
+    kubelet::ClaimRef claim) {
+  if (!api_)
+    co_return for_claim(make_error(ErrorCode::kUnavailable,
+                                   "no Kubernetes API server is configured (--kubeconfig or in-cluster): cannot read "
+                                   "the claim's allocation"),
+                        claim);
+  k8s::ClaimRef ref{claim.namespace_name, claim.name, claim.uid};
+  auto allocation = co_await k8s::lookup_claim(*api_, ref, std::string(kDriver));
+  if (!allocation) co_return for_claim(allocation.error(), claim);
+
+  // §7.4 before anything else: a daemon device or config gets the one clear answer.
+  for (const auto& d : allocation->devices)
+    if (d.device.starts_with("daemon-"))
+      co_return for_claim(imex::daemon_claim_error("allocated device \"" + d.device + "\" (request " + d.request + ")"),
+                          claim);
+  for (const auto& c : allocation->configs) {
+    auto decoded = claims::decode_opaque_config(c.parameters, claims::DecodeMode::kLenient);
+    if (decoded && std::holds_alternative<claims::ComputeDomainDaemonConfig>(*decoded))
+      co_return for_claim(imex::daemon_claim_error("status.allocation.devices.config[" + std::to_string(c.index) +
+                                                   "] is a ComputeDomainDaemonConfig"),
+                          claim);
+    // Step 3's allowlist answers for allocationMode itself, so "All" and "foo" get the same
+    // HostManagedIMEX message (the generic validator would offer "All" as supported).
+    if (const auto* ch = decoded ? std::get_if<claims::ComputeDomainChannelConfig>(&*decoded) : nullptr)
+      if (auto st = imex::check_allocation_mode(ch->allocation_mode); !st) {
+        Error e = st.error();
+        e.field = "status.allocation.devices.config[" + std::to_string(c.index) + "].opaque.parameters." + e.field;
+        co_return for_claim(std::move(e), claim);
+      }
+  }
+  for (const auto& d : allocation->devices)
+    if (d.device != imex::kChannelDevice)
+      co_return for_claim(make_error(ErrorCode::kFailedPrecondition,
+                                     "allocated device \"" + d.device + "\" (request " + d.request +
+                                         ") is not a device of this node; devices here: channel-0"),
+                          claim);
+
+  // Step 1: decode, normalize and validate the opaque configs (upstream's resolution rules).
+  claims::ResolveInput input{std::string(kDriver), {claim.namespace_name, claim.name, claim.uid}, {}, {},
+                             options_.gates};
+  claims::ClaimAllocation recorded;  // the same allocation, as the checkpoint records it
+  recorded.uid = claim.uid;
+  for (const auto& d : allocation->devices)
+    input.results.push_back({d.request, std::string(kDriver), d.pool, d.device, claims::DeviceType::kChannel});
+  for (const auto& c : allocation->configs)
+    input.configs.push_back({c.source == k8s::ConfigSource::kClass ? "FromClass" : "FromClaim", c.requests,
+                             claims::OpaqueParameters{std::string(kDriver), c.parameters}});
+  recorded.results = input.results;
+  recorded.configs = input.configs;
+  auto resolution = claims::resolve_configs(input);
+  if (!resolution) co_return for_claim(resolution.error(), claim);
+
+  // Step 2: exactly one allocation result.
+  if (auto st = imex::check_result_count(allocation->devices.size()); !st) co_return for_claim(st.error(), claim);
+  const auto& group = resolution->groups.at(0);
+  const auto* config = std::get_if<claims::ComputeDomainChannelConfig>(&group.config);
+  if (!config)
+    co_return for_claim(make_error(ErrorCode::kInvalidArgument,
+                                   std::string(claims::kind_name(group.config)) +
+                                       " cannot configure an IMEX channel (want ComputeDomainChannelConfig)"),
+                        claim);
+  // Step 3: the allowlist (upstream's code treats any value but "All" as Single).
+  if (auto st = imex::check_allocation_mode(config->allocation_mode); !st) co_return for_claim(st.error(), claim);
+
+  // Step 5: one completed channel claim per node.
+  for (const auto& [uid, entry] : committer_.current().claims)
+    if (uid != claim.uid && entry.state == ClaimState::kPrepareCompleted && holds_channel(entry))
+      co_return for_claim(imex::channel_conflict_error(entry.ns.empty() ? uid : entry.ns + "/" + entry.name + " (" + uid + ")"),
+                          claim);
+
+  // Step 6: the ComputeDomain exists in the claim's namespace.
+  if (auto st = co_await find_domain(config->domain_id, claim); !st) co_return st.error();
+
+  // Step 7: an NVLink clique on this node.
+  if (options_.clique_id.empty() && !options_.clique_problem.empty())
+    co_return for_claim(make_error(ErrorCode::kFailedPrecondition,
+                                   "host-managed IMEX requires an NVLink clique on this node, and NVML could not "
+                                   "tell it: " + options_.clique_problem),
+                        claim);
+  if (auto st = imex::check_clique(options_.clique_id); !st) co_return for_claim(st.error(), claim);
+
+  // nvdra's addition: --imex-check=enforce keeps new claims off a host whose IMEX unit is down.
+  if (gate_)
+    if (auto st = gate_(); !st) co_return for_claim(st.error(), claim);
+
+  // Step 8: PrepareStarted (durable before the side effect), CDI spec, PrepareCompleted.
+  CheckpointedClaim entry{ClaimState::kPrepareStarted, claims::encode_claim_status(recorded), {}, claim.name,
+                          claim.namespace_name, {}};
+  if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return for_claim(st.error(), claim);
+
+  const auto& result = allocation->devices[0];
+  auto built = co_await pool_.run([&]() -> Result<cdi::BuiltSpec> {
+    cdi::NamedEdits edits{std::string(imex::kChannelDevice),
+                          cdi::imex_channel_edits(cdi::ImexChannel{imex::kChannelId, options_.channel_major},
+                                                  options_.host)};
+    auto spec = cdi::build_claim_spec(cdi::kComputeDomainVendor, claim.uid, {std::move(edits)});
+    if (!spec) return spec.error();
+    if (auto st = specs_.write(*spec); !st) return st.error();
+    return spec;
+  });
+  if (!built) {
+    (void)co_await forget(claim);  // the error below is the one to report
+    co_return for_claim(built.error(), claim);
+  }
+  kubelet::PreparedDevice device{{result.base_request}, result.pool, std::string(imex::kChannelDevice),
+                                 built->device_ids, std::nullopt};
+  entry.state = ClaimState::kPrepareCompleted;
+  entry.prepared_devices = encode_groups(device, result.request, config->domain_id);
+  if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return for_claim(st.error(), claim);
+  nvdra::logger("compute-domain")
+      ->info("claim={} prepared device=channel-0 domain={} cdi={}", claim.describe(), config->domain_id,
+             device.cdi_device_ids.empty() ? "" : device.cdi_device_ids[0]);
+  co_return std::vector<kubelet::PreparedDevice>{std::move(device)};
+}
+
+boost::asio::awaitable<Status> ComputeDomainClaimHandler::find_domain(const std::string& uid,
+                                                                      const kubelet::ClaimRef& claim) {
+  // Only the UID is in the opaque config: list the claim's namespace, then (for a precise message)
+  // every namespace.
+  auto search = [this, &uid](std::string ns) -> boost::asio::awaitable<Result<std::optional<std::string>>> {
+    auto listed = co_await api_->list(kComputeDomains, std::move(ns), k8s::ListOptions{});
+    if (!listed) {
+      auto e = listed.error().to_error();
+      if (e.code != ErrorCode::kNotFound) e.code = ErrorCode::kUnavailable;
+      e.message = "cannot list ComputeDomains: " + e.message;
+      co_return e;
+    }
+    simdjson::ondemand::parser parser;
+    for (const auto& item : listed->items) {
+      simdjson::padded_string padded(item);
+      auto doc = parser.iterate(padded);
+      std::string_view found, found_ns;
+      if (doc["metadata"]["uid"].get(found) || found != uid) continue;
+      auto doc2 = parser.iterate(padded);
+      if (doc2["metadata"]["namespace"].get(found_ns)) found_ns = {};
+      co_return std::optional<std::string>(std::string(found_ns));
+    }
+    co_return std::optional<std::string>();
+  };
+  auto here = co_await search(claim.namespace_name);
+  if (!here) co_return for_claim(here.error(), claim);
+  if (*here) co_return Status{};
+  auto anywhere = co_await search("");
+  if (anywhere && *anywhere)
+    co_return for_claim(make_error(ErrorCode::kFailedPrecondition,
+                                   "the ResourceClaim's namespace is different than the ComputeDomain's namespace: "
+                                   "ComputeDomain " + uid + " is in namespace \"" + **anywhere + "\", the claim in \"" +
+                                       claim.namespace_name + "\"" + imex::kPermanent),
+                        claim);
+  Error e = make_error(ErrorCode::kNotFound, "ComputeDomain not found: " + uid + " (no ComputeDomain with this UID in "
+                                             "namespace \"" + claim.namespace_name + "\")" + imex::kPermanent);
+  e.field = "domainID";
+  co_return for_claim(std::move(e), claim);
+}
+
+boost::asio::awaitable<Status> ComputeDomainClaimHandler::forget(const kubelet::ClaimRef& claim) {
+  Status st = co_await pool_.run([&] { return specs_.remove_claim(cdi::kComputeDomainVendor, claim.uid); });
+  if (!st) co_return for_claim(st.error(), claim);
+  if (committer_.current().claims.count(claim.uid) == 0) co_return Status{};
+  if (auto c = co_await committer_.commit({ClaimUpdate{claim.uid, std::nullopt}}); !c) co_return for_claim(c.error(), claim);
+  co_return Status{};
+}
+
+boost::asio::awaitable<Status> ComputeDomainClaimHandler::unprepare(kubelet::ClaimRef claim) {
+  // Checkpoint-driven cleanup only (seed §7.3): CDI spec, then the entry. No node label, no IMEX.
+  auto st = co_await forget(claim);
+  if (st) nvdra::logger("compute-domain")->info("claim={} unprepared", claim.describe());
+  co_return st;
+}
+
+boost::asio::awaitable<std::vector<Error>> ComputeDomainClaimHandler::recover() {
+  std::vector<kubelet::ClaimRef> unfinished;
+  for (const auto& [uid, entry] : committer_.current().claims)
+    if (entry.state != ClaimState::kPrepareCompleted) unfinished.push_back({entry.ns, entry.name, uid});
+  std::vector<Error> errors;
+  for (const auto& claim : unfinished)
+    if (auto st = co_await forget(claim); !st) errors.push_back(st.error());
+  co_return errors;
+}
+
+}  // namespace nvdra::drivers
