@@ -20,6 +20,7 @@
 #include "cdi/spec_builder.hpp"
 #include "nvml/discovery.hpp"
 #include "nvml/gpu_library.hpp"
+#include "nvml/partitions.hpp"
 #include "nvml/published_devices.hpp"
 
 namespace nvdra::drivers {
@@ -60,7 +61,7 @@ Status open_parts(GpuBackend::Parts& p, const config::Options& o, const std::str
   auto model = nvml::discover(*p.nvml, nvml::DiscoveryOptions{(fs::path(o.host_root) / "sys").string()});
   if (!model) return model.error();
   p.model = std::move(*model);
-  p.inventory = claims::GpuInventory(p.model);
+  p.inventory = claims::GpuInventory(p.model, o.gates.enabled(config::gate::kDynamicMIG));
 
   const cdi::DriverRoots roots{o.nvidia_driver_root, o.container_driver_root, o.host_root, o.nvidia_cdi_hook_path};
   auto inventory = cdi::discover_driver(roots);
@@ -111,6 +112,8 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   ho.driver_root = o.nvidia_driver_root;
   ho.mps_root = (fs::path(data_dir) / "mps").string();
   ho.host = p.host;
+  // DynamicMIG creates and destroys MIG devices through the one NVML session the backend keeps.
+  ho.mig_library = p.nvml.get();
   ho.gates.time_slicing_settings = o.gates.enabled("TimeSlicingSettings");
   ho.gates.mps_support = o.gates.enabled("MPSSupport");
   ho.gates.passthrough_support = o.gates.enabled("PassthroughSupport");
@@ -128,6 +131,8 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   for (const auto& uid : report.rolled_back) log->info("claim uid={} unfinished prepare rolled back", uid);
   for (const auto& uid : report.unprepared) log->info("claim uid={} gone from the API: unprepared", uid);
   for (const auto& f : report.orphan_specs) log->info("cdi spec={} owned by no claim: removed", f);
+  for (const auto& m : report.orphan_migs) log->info("mig device={} owned by no claim: destroyed", m);
+  for (const auto& m : report.recreated_migs) log->info("mig device={} of a prepared claim was missing: recreated", m);
   for (const auto& e : report.errors) {
     log->warn("recovery: {}", e.describe());
     ctx_.status.record_error(config::kGpuDriverName, "recovery: " + e.describe());
@@ -139,7 +144,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
 kubelet::ClaimHandler& GpuBackend::claims() { return *parts_->handler; }
 
 boost::asio::awaitable<Result<DriverResources>> GpuBackend::resources() {
-  co_return DriverResources{nvml::published_gpu_devices(parts_->model), {}};
+  co_return nvml::published_gpu_resources(parts_->model, ctx_.options.gates.enabled(config::gate::kDynamicMIG));
 }
 
 const claims::Checkpoint* GpuBackend::checkpoint() const {

@@ -48,8 +48,9 @@ class SimulatedNode:
 
     # --- the agent ---------------------------------------------------------------------------
     def env(self, **extra):
-        return clean_env(NVDRA_MOCK_PROFILE=self.profile,
-                         NVDRA_MOCK_STATE_DIR=getattr(self, "mock_state", ""), **extra)
+        # NVDRA_MOCK_HOST_ROOT: the mock keeps MIG capability files there in step with its instances.
+        return clean_env(NVDRA_MOCK_PROFILE=self.profile, NVDRA_MOCK_STATE_DIR=getattr(self, "mock_state", ""),
+                         NVDRA_MOCK_HOST_ROOT=getattr(self, "host_root", ""), **extra)
 
     def agent_args(self):
         args = self.dirs.args(self.node) + [
