@@ -80,6 +80,10 @@ const ImexUnitWatcher* ComputeDomainBackend::watcher() const { return parts_ ? p
 
 kubelet::ClaimHandler& ComputeDomainBackend::claims() { return *parts_->handler; }
 
+const claims::Checkpoint* ComputeDomainBackend::checkpoint() const {
+  return parts_ && parts_->committer ? &parts_->committer->current() : nullptr;
+}
+
 boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::ApiServer> api) {
   auto log = nvdra::logger("compute-domain");
   const auto& o = ctx_.options;

@@ -23,6 +23,7 @@ class ComputeDomainBackend final : public DriverBackend {
   boost::asio::awaitable<Status> start(std::shared_ptr<k8s::ApiServer> api) override;
   kubelet::ClaimHandler& claims() override;
   boost::asio::awaitable<Result<DriverResources>> resources() override;
+  const claims::Checkpoint* checkpoint() const override;
 
   // The unit watcher, when --imex-check is not off and the gate is on (after start()).
   const ImexUnitWatcher* watcher() const;

@@ -1,0 +1,225 @@
+"""compute-domain.nvidia.com under HostManagedIMEX, driven from outside: the agent on the mock NVML
+(gb200-nvl has NVLink cliques, dgx-a100 has none), the kubelet double over the real sockets, the
+validating API-server double holding ComputeDomains and claims, and a real private dbus-daemon as
+the system bus with a stand-in org.freedesktop.systemd1 (test/imex/fake_systemd1) whose
+nvidia-imex.service states the test flips. The seed's §14 scenarios."""
+import os
+import re
+import subprocess
+import sys
+import time
+import unittest
+
+from gpu_node import CD, SimulatedNode
+from nvdra_testlib import BINARY_DIR, SOURCE_DIR
+
+sys.path.insert(0, os.path.join(SOURCE_DIR, "test", "systemd"))
+from private_dbus import PrivateDbus, read_line  # noqa: E402
+
+FAKE_SYSTEMD = os.path.join(BINARY_DIR, "test", "imex", "fake_systemd1")
+UNIT = "nvidia-imex.service"
+POLICY = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <policy context="default">
+    <allow own="org.freedesktop.systemd1"/>
+    <allow own="io.nvdra.Agent1"/>
+    <allow send_destination="org.freedesktop.systemd1"/>
+    <allow send_destination="io.nvdra.Agent1"/>
+  </policy>
+</busconfig>
+"""
+
+
+class FakeSystemd:
+    def __init__(self, address):
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=address)
+        self.proc = subprocess.Popen([FAKE_SYSTEMD], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        if read_line(self.proc.stdout, 20.0) != "ready":
+            raise RuntimeError("fake_systemd1 did not come up")
+
+    def command(self, text):
+        self.proc.stdin.write((text + "\n").encode())
+        self.proc.stdin.flush()
+        return read_line(self.proc.stdout, 20.0)
+
+    def set(self, active, sub, load="loaded"):
+        assert self.command(f"set {UNIT} {load} {active} {sub}") == "ok"
+
+    def lifecycle_calls(self):
+        return int(self.command("calls"))
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=20)
+        self.proc.stdout.close()
+
+
+class ImexNode(SimulatedNode):
+    """A SimulatedNode whose agent uses the private bus as its system bus."""
+
+    def __init__(self, bus, **kw):
+        self.bus = bus
+        super().__init__(**kw)
+
+    def env(self, **extra):
+        return super().env(DBUS_SYSTEM_BUS_ADDRESS=self.bus.address, **extra)
+
+
+def channel_config(domain_uid, mode="Single"):
+    p = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomainChannelConfig", "domainID": domain_uid}
+    if mode is not None:
+        p["allocationMode"] = mode
+    return p
+
+
+class ComputeDomainScenarios(unittest.TestCase):
+    profile = "gb200-nvl"
+    check = "warn"
+
+    def setUp(self):
+        self.bus = PrivateDbus(POLICY)
+        self.addCleanup(self.bus.close)
+        self.systemd = FakeSystemd(self.bus.address)
+        self.addCleanup(self.systemd.close)
+        self.systemd.set("active", "running")
+        self.node = ImexNode(self.bus, profile=self.profile, gates="HostManagedIMEX=true",
+                             args=["--controller=false", "--imex-check", self.check])
+        self.addCleanup(self.node.cleanup)
+        self.node.start()
+        cd = self.node.api.put_object({
+            "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+            "metadata": {"name": "train-a", "namespace": "default"},
+            "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": "train-a-channel"},
+                                                "allocationMode": "Single"}}})
+        self.domain = cd["metadata"]["uid"]
+
+    def cd(self):
+        return self.node.plugins[CD]
+
+    def channel_claim(self, name, mode="Single", device="channel-0", config=None):
+        params = config if config is not None else channel_config(self.domain, mode)
+        return self.node.allocate(name, [("channel", device)], [([], params)], driver=CD)
+
+    def prepare_error(self, claim):
+        answer = self.cd().prepare([claim])[claim.uid]
+        self.assertEqual(answer["devices"], [])
+        self.assertNotEqual(answer["error"], "")
+        return answer["error"]
+
+    def wait_log(self, pattern, timeout=20.0):
+        """Waits (event: the line appears) for a log line matching `pattern`."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if re.search(pattern, self.node.agent_log()):
+                return
+            time.sleep(0.05)  # polling a log file for an event with a deadline, not a timing assertion
+        self.fail(f"no log line matching {pattern!r}; log:\n{self.node.agent_log()}")
+
+    def assert_clean(self):
+        self.assertEqual([f for f in self.node.cdi_files() if "compute-domain" in f and "claim_" in f], [])
+        self.assertEqual(self.node.checkpoint(CD), {})
+
+
+class HostManagedWarn(ComputeDomainScenarios):
+    def test_publishes_only_channel_zero(self):
+        devices = self.node.published(CD)
+        self.assertEqual(sorted(devices), ["channel-0"])
+        attrs = devices["channel-0"]["attributes"]
+        self.assertEqual(attrs["type"], {"string": "channel"})
+        self.assertEqual(attrs["id"], {"int": 0})
+
+    def test_single_channel_claim_round_trip(self):
+        claim = self.channel_claim("pod-a")
+        answer = self.cd().prepare([claim])[claim.uid]
+        self.assertEqual(answer["error"], "")
+        d = answer["devices"][0]
+        self.assertEqual(d["device_name"], "channel-0")
+        self.assertEqual(d["cdi_device_ids"], [f"k8s.compute-domain.nvidia.com/claim={claim.uid}-channel-0"])
+        spec = self.node.cdi_spec(f"k8s.compute-domain.nvidia.com-claim_{claim.uid}.json")
+        node = spec["devices"][0]["containerEdits"]["deviceNodes"][0]
+        self.assertEqual((node["path"], node["major"], node["minor"]),
+                         ("/dev/nvidia-caps-imex-channels/channel0", 235, 0))
+        self.assertEqual(self.node.checkpoint(CD)[claim.uid]["checkpointState"], "PrepareCompleted")
+        self.assertEqual(self.cd().unprepare([claim]), {claim.uid: ""})
+        self.assert_clean()
+        self.assertEqual(self.systemd.lifecycle_calls(), 0)
+
+    def test_all_and_foo_are_permanent_errors_naming_the_value(self):
+        for mode in ("All", "foo"):
+            error = self.prepare_error(self.channel_claim(f"pod-{mode.lower()}", mode))
+            self.assertIn(f'allocationMode "{mode}" is not supported under HostManagedIMEX', error)
+            self.assertIn("permanent", error)
+        self.assert_clean()
+
+    def test_second_channel_claim_on_the_node_fails(self):
+        first, second = self.channel_claim("pod-1"), self.channel_claim("pod-2")
+        self.assertEqual(self.cd().prepare([first])[first.uid]["error"], "")
+        self.assertIn(f"channel 0 already allocated by claim default/pod-1 ({first.uid})", self.prepare_error(second))
+        self.cd().unprepare([first])
+
+    def test_daemon_claim_is_refused(self):
+        daemon = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomainDaemonConfig",
+                  "domainID": self.domain}
+        error = self.prepare_error(self.channel_claim("daemon", device="daemon-0", config=daemon))
+        self.assertIn("daemon claims are disabled under HostManagedIMEX", error)
+
+    def test_missing_compute_domain(self):
+        error = self.prepare_error(self.channel_claim("orphan", config=channel_config("0000-no-such-domain")))
+        self.assertIn("ComputeDomain not found: 0000-no-such-domain", error)
+
+    def test_unit_stopped_under_warn_is_reported_and_prepare_goes_on(self):
+        self.wait_log(r"imex unit=nvidia-imex.service load=loaded active=active sub=running")
+        self.systemd.set("inactive", "dead")
+        self.wait_log(r"imex unit=nvidia-imex.service load=loaded active=inactive sub=dead")
+        claim = self.channel_claim("pod-warn")
+        self.assertEqual(self.cd().prepare([claim])[claim.uid]["error"], "")
+        self.cd().unprepare([claim])
+        self.assertEqual(self.systemd.lifecycle_calls(), 0, "the agent must never start, stop or restart the unit")
+
+    def test_agent_restart_keeps_the_prepared_channel_claim(self):
+        claim = self.channel_claim("survivor")
+        first = self.cd().prepare([claim])[claim.uid]
+        self.assertEqual(first["error"], "")
+        self.node.stop()
+        self.node.start()
+        again = self.cd().prepare([claim])[claim.uid]
+        self.assertEqual(again, first)
+        self.assertEqual(self.cd().unprepare([claim]), {claim.uid: ""})
+        self.assert_clean()
+
+
+class HostManagedEnforce(ComputeDomainScenarios):
+    check = "enforce"
+
+    def test_unit_stopped_under_enforce_fails_new_claims_only(self):
+        self.wait_log(r"imex unit=nvidia-imex.service load=loaded active=active sub=running")
+        prepared = self.channel_claim("before")
+        self.assertEqual(self.cd().prepare([prepared])[prepared.uid]["error"], "")
+        self.systemd.set("failed", "failed")
+        self.wait_log(r"active=failed sub=failed")
+        self.assertEqual(self.cd().prepare([prepared])[prepared.uid]["error"], "")  # left alone
+        self.cd().unprepare([prepared])
+        claim = self.channel_claim("after")
+        error = self.prepare_error(claim)
+        self.assertIn("nvidia-imex.service must be active", error)
+        self.assertIn("--imex-check=enforce", error)
+        self.systemd.set("active", "running")
+        self.wait_log(r"sub=running \(was load=loaded active=failed")
+        self.assertEqual(self.cd().prepare([claim])[claim.uid]["error"], "")
+        self.cd().unprepare([claim])
+        self.assertEqual(self.systemd.lifecycle_calls(), 0)
+
+
+class NoClique(ComputeDomainScenarios):
+    profile = "dgx-a100"
+
+    def test_no_clique_is_a_permanent_error_naming_it(self):
+        error = self.prepare_error(self.channel_claim("pod-a"))
+        self.assertIn("host-managed IMEX requires an NVLink clique on this node; NVML reports none", error)
+        self.assertIn("permanent", error)
+        self.assert_clean()
+
+
+if __name__ == "__main__":
+    unittest.main()
