@@ -46,6 +46,14 @@ struct MigDeviceRequest {
   unsigned ci_engine_profile = 0;
 };
 
+// A GPU instance without any compute instance: invisible to mig_devices() (which lists MIG device
+// handles, one per CI). Only a create interrupted between its GI and CI steps leaves one behind.
+struct BareGpuInstance {
+  unsigned gi_id = 0;
+  unsigned gi_profile_id = 0;
+  MigPlacement placement;
+};
+
 inline constexpr unsigned kNoInstance = 0xFFFFFFFF;
 inline constexpr uint64_t kEventXidCriticalError = 0x8;
 inline constexpr uint64_t kEventDoubleBitEcc = 0x2;
@@ -97,6 +105,10 @@ class GpuLibrary {
   virtual Result<MigDeviceInfo> create_mig_device(const std::string& gpu_uuid, const MigDeviceRequest& request) = 0;
   // Destroys the CI, then its GI. Already gone (or MIG disabled) counts as success: idempotent.
   virtual Status destroy_mig_device(const std::string& gpu_uuid, unsigned gi_id, unsigned ci_id) = 0;
+  // GPU instances that hold no compute instance; empty when MIG is disabled.
+  virtual Result<std::vector<BareGpuInstance>> bare_gpu_instances(const std::string& gpu_uuid) = 0;
+  // Destroys the GPU instance `gi_id` (it must hold no CI). Already gone (or MIG disabled) = success.
+  virtual Status destroy_gpu_instance(const std::string& gpu_uuid, unsigned gi_id) = 0;
 
   // Registers `event_types` (the supported subset, per GPU) on the given GPUs.
   virtual Result<std::unique_ptr<EventWatch>> watch_events(const std::vector<std::string>& gpu_uuids,

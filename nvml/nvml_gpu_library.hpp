@@ -25,6 +25,8 @@ class NvmlGpuLibrary final : public GpuLibrary {
   Result<MigModeChange> set_mig_mode(const std::string& gpu_uuid, bool enable) override;
   Result<MigDeviceInfo> create_mig_device(const std::string& gpu_uuid, const MigDeviceRequest& request) override;
   Status destroy_mig_device(const std::string& gpu_uuid, unsigned gi_id, unsigned ci_id) override;
+  Result<std::vector<BareGpuInstance>> bare_gpu_instances(const std::string& gpu_uuid) override;
+  Status destroy_gpu_instance(const std::string& gpu_uuid, unsigned gi_id) override;
   Result<std::unique_ptr<EventWatch>> watch_events(const std::vector<std::string>& gpu_uuids,
                                                    uint64_t event_types) override;
   std::string describe() const override;
@@ -39,6 +41,8 @@ class NvmlGpuLibrary final : public GpuLibrary {
   Result<MigDeviceInfo> read_mig_device(nvmlDevice_t parent, const GpuInfo& parent_info, nvmlDevice_t mig,
                                         const std::vector<MigProfileInfo>& profiles);
   bool mig_supported() const;
+  // Whether `gi` holds at least one compute instance (of any CI profile).
+  Result<bool> has_compute_instance(nvmlGpuInstance_t gi, const std::string& subject);
 
   void* dl_;
   std::string path_;

@@ -1,5 +1,7 @@
 // NvmlGpuLibrary: MIG read-out and MIG create/destroy.
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "nvml/nvml_gpu_library.hpp"
 #include "nvml/upstream_names.hpp"
@@ -233,6 +235,75 @@ Status NvmlGpuLibrary::destroy_mig_device(const std::string& uuid, unsigned gi_i
   } else if (rc != NVML_ERROR_NOT_FOUND) {
     return error("nvmlGpuInstanceGetComputeInstanceById", rc, subject);
   }
+  rc = s_.nvmlGpuInstanceDestroy(gi);
+  if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_FOUND) return error("nvmlGpuInstanceDestroy", rc, subject);
+  return {};
+}
+
+Result<bool> NvmlGpuLibrary::has_compute_instance(nvmlGpuInstance_t gi, const std::string& subject) {
+  // NVML lists CIs per CI profile ID; a GI offers only some of the profile indices.
+  for (unsigned index = 0; index < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; ++index) {
+    nvmlComputeInstanceProfileInfo_t prof{};
+    nvmlReturn_t rc = s_.nvmlGpuInstanceGetComputeInstanceProfileInfo(gi, index, 0, &prof);
+    if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_INVALID_ARGUMENT) continue;
+    if (rc != NVML_SUCCESS) return error("nvmlGpuInstanceGetComputeInstanceProfileInfo", rc, subject);
+    std::vector<nvmlComputeInstance_t> cis(std::max(prof.instanceCount, 1u));  // NVML fills up to instanceCount
+    unsigned count = 0;
+    rc = s_.nvmlGpuInstanceGetComputeInstances(gi, prof.id, cis.data(), &count);
+    if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_INVALID_ARGUMENT) continue;
+    if (rc != NVML_SUCCESS) return error("nvmlGpuInstanceGetComputeInstances", rc, subject);
+    if (count > 0) return true;
+  }
+  return false;
+}
+
+Result<std::vector<BareGpuInstance>> NvmlGpuLibrary::bare_gpu_instances(const std::string& uuid) {
+  std::vector<BareGpuInstance> out;
+  if (!mig_supported()) return out;
+  if (!s_.nvmlDeviceGetGpuInstances || !s_.nvmlGpuInstanceGetComputeInstances ||
+      !s_.nvmlGpuInstanceGetComputeInstanceProfileInfo)
+    return missing("list GPU instances");
+  auto mode = mig_mode(uuid);
+  if (!mode) return mode.error();
+  if (!mode->current_enabled) return out;
+  auto dev = handle(uuid);
+  if (!dev) return dev.error();
+  auto profiles = mig_profiles(uuid);
+  if (!profiles) return profiles.error();
+  for (const auto& p : *profiles) {
+    std::vector<nvmlGpuInstance_t> gis(std::max(p.instance_count, 1u));  // NVML fills up to instanceCount
+    unsigned count = 0;
+    nvmlReturn_t rc = s_.nvmlDeviceGetGpuInstances(*dev, p.gi_profile_id, gis.data(), &count);
+    if (rc == NVML_ERROR_NOT_SUPPORTED) return out;  // MIG went off meanwhile: no instance at all
+    if (rc != NVML_SUCCESS)
+      return error("nvmlDeviceGetGpuInstances", rc, uuid + ", profile " + std::to_string(p.gi_profile_id));
+    for (unsigned i = 0; i < count && i < gis.size(); ++i) {
+      nvmlGpuInstanceInfo_t info{};
+      rc = s_.nvmlGpuInstanceGetInfo(gis[i], &info);
+      // Destroyed since the listing (another client): simply gone.
+      if (rc == NVML_ERROR_INVALID_ARGUMENT || rc == NVML_ERROR_NOT_FOUND) continue;
+      if (rc != NVML_SUCCESS) return error("nvmlGpuInstanceGetInfo", rc, uuid);
+      const std::string subject = uuid + ", GI " + std::to_string(info.id);
+      auto used = has_compute_instance(gis[i], subject);
+      if (!used && (used.error().code == ErrorCode::kInvalidArgument || used.error().code == ErrorCode::kNotFound))
+        continue;
+      if (!used) return used.error();
+      if (!*used)
+        out.push_back(BareGpuInstance{info.id, info.profileId, MigPlacement{info.placement.start, info.placement.size}});
+    }
+  }
+  return out;
+}
+
+Status NvmlGpuLibrary::destroy_gpu_instance(const std::string& uuid, unsigned gi_id) {
+  if (!mig_supported() || !s_.nvmlGpuInstanceDestroy) return missing("destroy GPU instances");
+  auto dev = handle(uuid);
+  if (!dev) return dev.error();
+  const std::string subject = uuid + ", GI " + std::to_string(gi_id);
+  nvmlGpuInstance_t gi = nullptr;
+  nvmlReturn_t rc = s_.nvmlDeviceGetGpuInstanceById(*dev, gi_id, &gi);
+  if (rc == NVML_ERROR_NOT_FOUND || rc == NVML_ERROR_NOT_SUPPORTED) return {};  // as destroy_mig_device
+  if (rc != NVML_SUCCESS) return error("nvmlDeviceGetGpuInstanceById", rc, subject);
   rc = s_.nvmlGpuInstanceDestroy(gi);
   if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_FOUND) return error("nvmlGpuInstanceDestroy", rc, subject);
   return {};

@@ -27,7 +27,8 @@ namespace nvdra::nvml {
   X(nvmlDeviceGetMaxMigDeviceCount) X(nvmlDeviceGetMigDeviceHandleByIndex) X(nvmlDeviceGetGpuInstanceId)   \
   X(nvmlDeviceGetComputeInstanceId) X(nvmlDeviceGetAddressingMode) X(nvmlDeviceGetGpuFabricInfo)           \
   X(nvmlDeviceGetGpuFabricInfoV) X(nvmlEventSetCreate) X(nvmlDeviceGetSupportedEventTypes)                  \
-  X(nvmlDeviceRegisterEvents) X(nvmlEventSetWait_v2) X(nvmlEventSetFree) X(nvmlDeviceGetVirtualizationMode)
+  X(nvmlDeviceRegisterEvents) X(nvmlEventSetWait_v2) X(nvmlEventSetFree) X(nvmlDeviceGetVirtualizationMode)  \
+  X(nvmlDeviceGetGpuInstances) X(nvmlGpuInstanceGetComputeInstances)
 
 struct NvmlSymbols {
 #define NVDRA_NVML_DECLARE(name) decltype(&::name) name = nullptr;

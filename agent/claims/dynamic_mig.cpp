@@ -2,6 +2,7 @@
 
 #include "agent/base/log.hpp"
 #include "agent/runtime/worker_pool.hpp"
+#include "nvml/upstream_names.hpp"
 
 namespace nvdra::claims {
 
@@ -61,8 +62,52 @@ boost::asio::awaitable<Status> DynamicMig::destroy_by_name(const InventoryDevice
     if (!existing) return existing.error();
     for (const auto& m : *existing)
       if (m.canonical_name() == d.name) return destroy_locked(d.parent_uuid, d.parent_hopper, m.gi_id, m.ci_id);
+    // Not a MIG device: a GPU instance without its compute instance may still hold the placement.
+    auto bare = library_.bare_gpu_instances(d.parent_uuid);
+    if (!bare) return bare.error();
+    for (const auto& gi : *bare) {
+      if (gi.gi_profile_id != d.mig_request.gi_profile_id || gi.placement.start != d.mig_request.placement_start)
+        continue;
+      if (auto st = library_.destroy_gpu_instance(d.parent_uuid, gi.gi_id); !st) return st;
+      disable_if_unused_locked(d.parent_uuid, d.parent_hopper);
+    }
     return {};
   });
+}
+
+boost::asio::awaitable<std::vector<std::string>> DynamicMig::destroy_bare_instances(const DynamicGpu& gpu,
+                                                                                    std::vector<Error>& errors) {
+  std::vector<std::string> destroyed;
+  auto guard = co_await locks_.lock(gpu.uuid);
+  if (!guard) {
+    errors.push_back(guard.error());
+    co_return destroyed;
+  }
+  co_await pool_.run([&] {
+    auto bare = library_.bare_gpu_instances(gpu.uuid);
+    if (!bare) {
+      errors.push_back(bare.error());
+      return 0;
+    }
+    if (bare->empty()) return 0;
+    auto profiles = library_.mig_profiles(gpu.uuid);
+    for (const auto& gi : *bare) {
+      std::string name = "GPU instance " + std::to_string(gi.gi_id) + " of " + gpu.uuid;
+      if (profiles)
+        for (const auto& p : *profiles)
+          if (p.gi_profile_id == gi.gi_profile_id)
+            name = nvml::mig_device_name(gpu.minor, p.name, gi.gi_profile_id, gi.placement.start);
+      if (auto st = library_.destroy_gpu_instance(gpu.uuid, gi.gi_id); !st) {
+        Error e = st.error();
+        e.message = "destroying GPU instance without compute instance (" + name + "): " + e.message;
+        errors.push_back(std::move(e));
+      } else {
+        destroyed.push_back(std::move(name));
+      }
+    }
+    return 0;
+  });
+  co_return destroyed;
 }
 
 boost::asio::awaitable<Result<std::vector<nvml::MigDeviceInfo>>> DynamicMig::list(const std::string& gpu_uuid) {

@@ -32,13 +32,18 @@ class DynamicMig {
   boost::asio::awaitable<Result<nvml::MigDeviceInfo>> create(const InventoryDevice& device);
   // Destroys the instance (gi_id, ci_id) on the device's parent GPU.
   boost::asio::awaitable<Status> destroy(const InventoryDevice& device, unsigned gi_id, unsigned ci_id);
-  // Destroys whatever MIG device now carries `device`'s name (its profile at its placement):
-  // rollback of a prepare that may or may not have created it.
+  // Destroys whatever MIG device now carries `device`'s name (its profile at its placement), or a
+  // bare GPU instance there (a create cut off between GI and CI): rollback of a prepare that may or
+  // may not have created it.
   boost::asio::awaitable<Status> destroy_by_name(const InventoryDevice& device);
   // The MIG devices that exist on a GPU now.
   boost::asio::awaitable<Result<std::vector<nvml::MigDeviceInfo>>> list(const std::string& gpu_uuid);
   // Destroys one existing instance of `gpu` found by list() (start-up clean-up of orphans).
   boost::asio::awaitable<Status> destroy_instance(const DynamicGpu& gpu, const nvml::MigDeviceInfo& mig);
+  // Destroys every GPU instance of `gpu` that holds no compute instance (start-up: no completed
+  // claim owns one). Returns the device names they would have carried; failures go to `errors`.
+  boost::asio::awaitable<std::vector<std::string>> destroy_bare_instances(const DynamicGpu& gpu,
+                                                                          std::vector<Error>& errors);
   // Hopper+: MIG mode off when the GPU has no MIG device (start-up, after orphans are gone).
   boost::asio::awaitable<Status> disable_if_unused(const DynamicGpu& gpu);
 

@@ -67,6 +67,11 @@ boost::asio::awaitable<void> GpuClaimHandler::reconcile_dynamic_mig(RecoveryRepo
   }
   std::set<std::string> present;
   for (const auto& gpu : inventory_.dynamic_gpus()) {
+    // A GPU instance without compute instance is a create cut off half-way (SIGKILL between the
+    // GI and CI calls): never a completed claim's, invisible as a MIG device, yet it holds its
+    // placement. Gone first, so recreating a claim's device below can take that placement.
+    for (auto& name : co_await dynamic_mig_->destroy_bare_instances(gpu, report.errors))
+      report.orphan_migs.push_back(std::move(name));
     auto migs = co_await dynamic_mig_->list(gpu.uuid);
     if (!migs) {
       report.errors.push_back(migs.error());

@@ -165,7 +165,9 @@ nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t ci) {
 nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gi, unsigned int profile_id,
                                                 nvmlComputeInstance_t* cis, unsigned int* count) {
   return with_gi(gi, Access::kRead, [&](DeviceView& v) {
-    if (cis == nullptr || count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    // As NVML: the CI profile ID must be one the GI offers; the buffer holds its instanceCount.
+    if (cis == nullptr || count == nullptr || ci_profile(*v.gi_profile, profile_id, nullptr) != NVML_SUCCESS)
+      return NVML_ERROR_INVALID_ARGUMENT;
     unsigned n = 0;
     for (const auto& ci : siblings(v))
       if (ci.profile_id == profile_id)

@@ -3,7 +3,10 @@
 // step with the mock's instances when NVDRA_MOCK_HOST_ROOT is set.
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <string>
 #include <system_error>
+#include <vector>
 
 #include "nvml/mock/api_support.hpp"
 
@@ -18,10 +21,27 @@ constexpr unsigned kGiSlots = 15, kCiSlots = 8, kPerGi = 1 + kCiSlots;
 
 unsigned gi_minor(unsigned gpu_minor, unsigned gi) { return 3 + gpu_minor * kGiSlots * kPerGi + gi * kPerGi; }
 
-void write_access(const fs::path& dir, unsigned minor) {
+// Written once per instance, through a rename: a reader (the agent building a CDI spec for
+// another instance of the same GPU) never sees an existing file vanish or half-written, as with
+// the kernel's own files.
+void ensure_access(const fs::path& dir, unsigned minor) {
   std::error_code ec;
+  if (fs::exists(dir / "access", ec)) return;  // the content is a function of the path
   fs::create_directories(dir, ec);
-  std::ofstream(dir / "access") << "DeviceFileMinor: " << minor << "\nDeviceFileMode: 292\nDeviceFileModify: 1\n";
+  const fs::path tmp = dir / ".access.tmp";
+  std::ofstream(tmp) << "DeviceFileMinor: " << minor << "\nDeviceFileMode: 292\nDeviceFileModify: 1\n";
+  fs::rename(tmp, dir / "access", ec);
+}
+
+// Removes the entries of `dir` named `prefix<N>` that `wanted` does not hold.
+void remove_stale(const fs::path& dir, const char* prefix, const std::set<std::string>& wanted) {
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && !wanted.count(name)) stale.push_back(e.path());
+  }
+  for (const auto& p : stale) fs::remove_all(p, ec);
 }
 
 }  // namespace
@@ -32,14 +52,20 @@ void sync_mig_caps(const Session& session, const MachineState& m) {
     const unsigned minor = session.profile.gpus[i].minor;
     const fs::path dir =
         fs::path(session.caps_root) / "proc/driver/nvidia/capabilities" / ("gpu" + std::to_string(minor)) / "mig";
-    std::error_code ec;
-    fs::remove_all(dir, ec);
+    std::set<std::string> gis;
     for (const auto& gi : m.gpus[i].gis) {
-      const fs::path gi_dir = dir / ("gi" + std::to_string(gi.id));
-      write_access(gi_dir, gi_minor(minor, gi.id));
+      const std::string gi_name = "gi" + std::to_string(gi.id);
+      gis.insert(gi_name);
+      ensure_access(dir / gi_name, gi_minor(minor, gi.id));
+      std::set<std::string> cis;
       for (const auto& ci : m.gpus[i].cis)
-        if (ci.gi_id == gi.id) write_access(gi_dir / ("ci" + std::to_string(ci.id)), gi_minor(minor, gi.id) + 1 + ci.id);
+        if (ci.gi_id == gi.id) {
+          cis.insert("ci" + std::to_string(ci.id));
+          ensure_access(dir / gi_name / ("ci" + std::to_string(ci.id)), gi_minor(minor, gi.id) + 1 + ci.id);
+        }
+      remove_stale(dir / gi_name, "ci", cis);
     }
+    remove_stale(dir, "gi", gis);
   }
 }
 

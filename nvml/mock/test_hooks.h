@@ -20,7 +20,9 @@ int nvdraMockSetGpuLost(const char* uuid, int lost);
  * 1) or ("nvmlComputeInstanceDestroy", 19 IN_USE, 2) for a GPU busy with processes. Honoured by
  * nvmlDeviceSetMigMode, nvmlDeviceCreateGpuInstance[WithPlacement], nvmlGpuInstanceDestroy,
  * nvmlGpuInstanceCreateComputeInstance[WithPlacement] and nvmlComputeInstanceDestroy. count 0
- * clears what was queued for the function. */
+ * clears what was queued for the function. Queuing both nvmlGpuInstanceCreateComputeInstance and
+ * nvmlGpuInstanceDestroy makes a create-then-clean-up client leave a GPU instance without compute
+ * instance behind, as an agent killed between the two create calls does. */
 int nvdraMockFailNext(const char* function, int rc, unsigned int count);
 /* Returns the machine to the profile's boot state: MIG layout, modes, no events, nothing lost. */
 int nvdraMockResetState(void);

@@ -97,6 +97,17 @@ class DynamicMigTest : public ::testing::Test {
     ::dlclose(h);  // lib_ keeps the mock loaded
     return fn;
   }
+  // A GPU instance without its compute instance, as an agent killed between the two create calls
+  // leaves it: the CI create fails and so does the create's own clean-up of the GI.
+  void leave_bare_gpu_instance(const std::string& gpu, nvml::MigDeviceRequest request) {
+    auto fail = fail_next();
+    ASSERT_NE(fail, nullptr);
+    ASSERT_EQ(fail("nvmlGpuInstanceCreateComputeInstance", 23 /* INSUFFICIENT_RESOURCES */, 1), 0);
+    ASSERT_EQ(fail("nvmlGpuInstanceDestroy", 19 /* IN_USE */, 1), 0);
+    const auto before = lib_->bare_gpu_instances(gpu)->size();
+    ASSERT_FALSE(lib_->create_mig_device(gpu, request));
+    ASSERT_EQ(lib_->bare_gpu_instances(gpu)->size(), before + 1);
+  }
   // The one MIG entry of a completed claim's checkpoint.
   PreparedEntry mig_entry(const std::string& uid) {
     auto groups = decode_prepared_groups(committer_->current().claims.at(uid).prepared_devices, uid);
@@ -231,6 +242,38 @@ TEST_F(DynamicMigTest, CrashBetweenCreateAndCheckpointIsRepairedAtStartWithoutOr
   auto r = prepare(a);
   ASSERT_TRUE(r) << r.error().describe();
   EXPECT_THAT(instances(kGpu0), ElementsAre("gpu-0-mig-2g20gb-14-2"));
+}
+
+TEST_F(DynamicMigTest, GpuInstancesLeftWithoutComputeInstanceAreDestroyedAtStart) {
+  // Killed between GI and CI create: once for an in-flight claim (PrepareStarted), once for a
+  // claim whose entry never reached the checkpoint. Neither GI is a MIG device, both hold placements.
+  auto a = add_claim("a", {"gpu-0-mig-2g20gb-14-2"});
+  CheckpointedClaim started{ClaimState::kPrepareStarted, encode_claim_status(source_.claims["default/a"]), {}, "a",
+                            "default", {}};
+  ASSERT_TRUE(run(committer_->commit({ClaimUpdate{"uid-a", started}})));
+  ASSERT_TRUE(lib_->set_mig_mode(kGpu0, true));
+  leave_bare_gpu_instance(kGpu0, nvml::MigDeviceRequest{14, 2, 1, 0});
+  ASSERT_TRUE(lib_->set_mig_mode(kGpu1, true));
+  leave_bare_gpu_instance(kGpu1, nvml::MigDeviceRequest{19, 5, 0, 0});
+  ASSERT_TRUE(instances(kGpu0).empty() && instances(kGpu1).empty());
+
+  handler_ = make_handler();  // the restarted agent
+  auto report = recover();
+  EXPECT_TRUE(report.errors.empty()) << report.errors[0].describe();
+  EXPECT_THAT(report.rolled_back, ElementsAre("uid-a"));
+  EXPECT_THAT(report.orphan_migs, ElementsAre("gpu-1-mig-1g10gb-19-5"));
+  EXPECT_TRUE(lib_->bare_gpu_instances(kGpu0)->empty());
+  EXPECT_TRUE(lib_->bare_gpu_instances(kGpu1)->empty());
+  EXPECT_FALSE(mig_on(kGpu0)) << "Hopper: MIG mode off once nothing is left";
+  EXPECT_FALSE(mig_on(kGpu1));
+  // Both placements can be prepared again.
+  auto b = add_claim("b", {"gpu-1-mig-1g10gb-19-5"});
+  auto ra = prepare(a);
+  ASSERT_TRUE(ra) << ra.error().describe();
+  auto rb = prepare(b);
+  ASSERT_TRUE(rb) << rb.error().describe();
+  EXPECT_THAT(instances(kGpu0), ElementsAre("gpu-0-mig-2g20gb-14-2"));
+  EXPECT_THAT(instances(kGpu1), ElementsAre("gpu-1-mig-1g10gb-19-5"));
 }
 
 TEST_F(DynamicMigTest, ACompletedClaimWhoseInstanceVanishedGetsItRecreatedAtStart) {

@@ -1,6 +1,7 @@
 // The mock's failure injection (test_hooks.h nvdraMockFailNext) and its MIG caps files, as the
 // dynamic-MIG prepare path meets them: a failed create leaves nothing behind, a busy GPU refuses
-// to destroy until it is idle, and every instance has its /proc caps "access" files.
+// to destroy until it is idle, a GPU instance left without compute instance is listed and
+// destroyed, and every instance has its /proc caps "access" files.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -67,6 +68,50 @@ TEST(MigFaults, MixedProfilesFitUntilMemorySlicesOverlap) {
   ASSERT_FALSE(full.ok());
   EXPECT_NE(full.error().message.find("Insufficient Resources"), std::string::npos) << full.error().message;
   EXPECT_EQ(lib->mig_devices(kH100)->size(), 3u);
+}
+
+// The create's own clean-up of the GI is refused too: a GPU instance without compute instance
+// stays, as when the agent is killed between the two create calls.
+TEST(MigFaults, AGpuInstanceLeftWithoutComputeInstanceIsListedAndDestroyedById) {
+  MockNvml mock("hgx-h100");
+  auto lib = mock.open();
+  ASSERT_TRUE(lib->set_mig_mode(kH100, true).ok());
+  ASSERT_TRUE(lib->create_mig_device(kH100, MigDeviceRequest{9, 0, 2, 0}).ok()) << "a whole MIG device";
+  EXPECT_TRUE(lib->bare_gpu_instances(kH100)->empty()) << "a GI with its CI is not bare";
+  auto fail = mock.hook<FailNext>("nvdraMockFailNext");
+  ASSERT_EQ(fail("nvmlGpuInstanceCreateComputeInstance", kInsufficientResources, 1), 0);
+  ASSERT_EQ(fail("nvmlGpuInstanceDestroy", kInUse, 1), 0);
+  ASSERT_FALSE(lib->create_mig_device(kH100, MigDeviceRequest{19, 5, 0, 0}).ok());
+  EXPECT_EQ(lib->mig_devices(kH100)->size(), 1u) << "the bare GI is no MIG device";
+  auto again = lib->create_mig_device(kH100, MigDeviceRequest{19, 5, 0, 0});
+  ASSERT_FALSE(again.ok()) << "the bare GI holds the placement";
+  EXPECT_NE(again.error().message.find("Insufficient Resources"), std::string::npos) << again.error().message;
+
+  auto bare = lib->bare_gpu_instances(kH100);
+  ASSERT_TRUE(bare.ok()) << bare.error().message;
+  ASSERT_EQ(bare->size(), 1u);
+  EXPECT_EQ(bare->at(0).gi_profile_id, 19u);
+  EXPECT_EQ(bare->at(0).placement, (MigPlacement{5, 1}));
+  EXPECT_FALSE(lib->set_mig_mode(kH100, false).ok()) << "MIG mode cannot go off while the GI exists";
+
+  ASSERT_TRUE(lib->destroy_gpu_instance(kH100, bare->at(0).gi_id).ok());
+  EXPECT_TRUE(lib->bare_gpu_instances(kH100)->empty());
+  EXPECT_TRUE(lib->destroy_gpu_instance(kH100, bare->at(0).gi_id).ok()) << "already gone counts as success";
+  EXPECT_TRUE(lib->create_mig_device(kH100, MigDeviceRequest{19, 5, 0, 0}).ok()) << "the placement is free again";
+  EXPECT_TRUE(lib->bare_gpu_instances(kH100)->empty());
+  EXPECT_EQ(lib->mig_devices(kH100)->size(), 2u);
+  mock.close_hooks();
+}
+
+TEST(MigFaults, WithMigModeOffThereAreNoBareGpuInstancesAndDestroyIsANoOp) {
+  MockNvml mock("hgx-h100");
+  auto lib = mock.open();
+  auto bare = lib->bare_gpu_instances(kH100);
+  ASSERT_TRUE(bare.ok()) << bare.error().message;
+  EXPECT_TRUE(bare->empty());
+  EXPECT_TRUE(lib->destroy_gpu_instance(kH100, 1).ok());
+  EXPECT_EQ(lib->destroy_gpu_instance("GPU-00000000-0000-0000-0000-000000000000", 1).error().code,
+            ErrorCode::kNotFound);
 }
 
 std::string read(const std::filesystem::path& p) {
