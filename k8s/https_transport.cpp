@@ -1,6 +1,7 @@
 #include "k8s/https_transport.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
@@ -204,6 +205,10 @@ awaitable<ApiResult<std::unique_ptr<HttpsTransport::Conn>>> HttpsTransport::conn
   auto [cec, ep] = co_await tcp_layer.async_connect(endpoints, kTuple);
   co_await throw_if_cancelled();
   if (cec) co_return io_error("connect", cec);
+  // Small request/response exchanges: without NODELAY, Nagle and the peer's delayed ACK can add
+  // 40 ms to a request whose headers and body leave in two writes.
+  boost::system::error_code nodelay_ec;
+  tcp_layer.socket().set_option(tcp::no_delay(true), nodelay_ec);
   auto [hec] = co_await conn->stream.async_handshake(ssl::stream_base::client, kTuple);
   co_await throw_if_cancelled();
   if (hec) co_return io_error("TLS handshake", hec);
@@ -211,7 +216,48 @@ awaitable<ApiResult<std::unique_ptr<HttpsTransport::Conn>>> HttpsTransport::conn
   co_return conn;
 }
 
+awaitable<void> HttpsTransport::acquire_slot() {
+  while (busy_ >= std::max(1, config_.max_connections)) {
+    auto timer = std::make_shared<asio::steady_timer>(ex_, asio::steady_timer::time_point::max());
+    waiters_.push_back(timer);
+    boost::system::error_code ec;
+    co_await timer->async_wait(asio::redirect_error(use_awaitable, ec));
+    std::erase(waiters_, timer);
+    // A waiter cancelled just after release_slot() woke it must pass the wake-up on, or a free slot
+    // would sit unused while others sleep.
+    auto state = co_await asio::this_coro::cancellation_state;
+    if (state.cancelled() != asio::cancellation_type::none) wake_if_free();
+    co_await throw_if_cancelled();
+  }
+  ++busy_;
+}
+
+void HttpsTransport::wake_if_free() {
+  if (busy_ < std::max(1, config_.max_connections) && !waiters_.empty()) {
+    auto next = waiters_.front();
+    waiters_.pop_front();
+    next->cancel();
+  }
+}
+
+void HttpsTransport::release_slot() {
+  --busy_;
+  wake_if_free();
+}
+
 awaitable<ApiResult<HttpResponse>> HttpsTransport::exchange(HttpMethod method, std::string target, std::string body) {
+  // At most max_connections exchanges at once: a burst of callers queues here instead of opening
+  // a TLS connection each (the server sees a few keep-alive connections, not dozens of handshakes).
+  co_await acquire_slot();
+  struct Release {
+    HttpsTransport* t;
+    ~Release() { t->release_slot(); }
+  } release{this};
+  co_return co_await exchange_in_slot(method, std::move(target), std::move(body));
+}
+
+awaitable<ApiResult<HttpResponse>> HttpsTransport::exchange_in_slot(HttpMethod method, std::string target,
+                                                                   std::string body) {
   bool auth_retried = false;
   int throttled = 0;
   for (int attempt = 0;; ++attempt) {

@@ -4,7 +4,10 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
+#include <boost/asio/steady_timer.hpp>
+
 #include <chrono>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -60,6 +63,11 @@ class HttpsTransport {
   HttpsTransport(boost::asio::any_io_executor ex, ClientConfig config);
   boost::asio::awaitable<ApiResult<std::unique_ptr<Conn>>> connect();
   boost::asio::awaitable<void> wait_for_limiter();
+  boost::asio::awaitable<void> acquire_slot();
+  void release_slot();
+  void wake_if_free();
+  boost::asio::awaitable<ApiResult<HttpResponse>> exchange_in_slot(HttpMethod method, std::string target,
+                                                                   std::string body);
   boost::asio::awaitable<void> sleep(std::chrono::milliseconds d);
 
   boost::asio::any_io_executor ex_;
@@ -69,6 +77,8 @@ class HttpsTransport {
   RateLimiter limiter_;
   TokenSource token_;
   std::vector<std::unique_ptr<Conn>> idle_;
+  int busy_ = 0;  // exchanges holding a slot
+  std::deque<std::shared_ptr<boost::asio::steady_timer>> waiters_;
   uint64_t requests_ = 0;
   uint64_t connections_opened_ = 0;
 };

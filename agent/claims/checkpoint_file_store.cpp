@@ -17,6 +17,8 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kTempMarker = ".tmp.";
 
+constexpr std::string_view kLockHeld = " is held by another process";
+
 Error io_error(const std::string& what, const std::string& path, int err) {
   auto code = err == EACCES || err == EPERM ? ErrorCode::kPermissionDenied : ErrorCode::kUnavailable;
   return Error{code, what + " " + path + ": " + std::strerror(err), {}, path};
@@ -74,6 +76,10 @@ std::string hex32(uint32_t v) {
 
 }  // namespace
 
+bool FileCheckpointStore::is_lock_held(const Error& error) {
+  return error.code == ErrorCode::kUnavailable && error.message.find(kLockHeld) != std::string::npos;
+}
+
 Result<std::unique_ptr<FileCheckpointStore>> FileCheckpointStore::open(FileCheckpointStoreOptions options) {
   std::error_code ec;
   fs::create_directories(options.dir, ec);
@@ -83,8 +89,8 @@ Result<std::unique_ptr<FileCheckpointStore>> FileCheckpointStore::open(FileCheck
   if (!lock) return io_error("cannot open checkpoint lock", lock_path, errno);
   if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK)
-      return Error{ErrorCode::kFailedPrecondition,
-                   "checkpoint lock " + lock_path + " is held by another process (a second agent or the Go plugin?)",
+      return Error{ErrorCode::kUnavailable,  // callers may wait for the holder to exit
+                   "checkpoint lock " + lock_path + std::string(kLockHeld) + " (a second agent or the Go plugin?)",
                    {}, lock_path};
     return io_error("cannot lock", lock_path, errno);
   }

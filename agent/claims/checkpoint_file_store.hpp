@@ -31,6 +31,8 @@ struct FileCheckpointStoreOptions {
 class FileCheckpointStore final : public CheckpointStore {
  public:
   static Result<std::unique_ptr<FileCheckpointStore>> open(FileCheckpointStoreOptions options);
+  // True for open()'s "lock held by another process" (kUnavailable: the holder may exit).
+  static bool is_lock_held(const Error& error);
   ~FileCheckpointStore() override;
 
   Result<LoadedCheckpoint> load() override;

@@ -197,6 +197,27 @@ const std::vector<OptionSpec>& option_table() {
            o.kube_api_burst = *b;
            return std::nullopt;
          }});
+    add({"claim-read-qps", {}, {"NVDRA_CLAIM_READ_QPS"},
+         "Client-side QPS limit for ResourceClaim reads on kubelet's prepare path (a client of their own, so "
+         "pod start-up does not queue behind slice publishing)", false, false, false,
+         [](Options& o, const std::string& v) -> Problem {
+           try {
+             size_t used = 0;
+             const double q = std::stod(v, &used);
+             if (used != v.size() || !std::isfinite(q) || q <= 0) return bad(v, "must be a number above 0");
+             o.claim_read_qps = q;
+             return std::nullopt;
+           } catch (const std::exception&) {
+             return bad(v, "must be a number above 0");
+           }
+         }});
+    add({"claim-read-burst", {}, {"NVDRA_CLAIM_READ_BURST"}, "Client-side burst for ResourceClaim reads", false,
+         false, false, [](Options& o, const std::string& v) -> Problem {
+           auto b = parse_int<int>(v);
+           if (!b || *b < 1) return bad(v, "must be a whole number of at least 1");
+           o.claim_read_burst = *b;
+           return std::nullopt;
+         }});
     add({"additional-xids-to-ignore", {}, {"ADDITIONAL_XIDS_TO_IGNORE"},
          "Comma-separated XIDs treated as non-fatal", false, false, true, apply_xids});
     add({"consumable-shares", {}, {"CONSUMABLE_SHARES"}, "disabled, memory, unlimited or a positive integer", false,

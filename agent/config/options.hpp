@@ -57,6 +57,10 @@ struct Options {
   std::string imex_unit = "nvidia-imex.service";
   ImexCheck imex_check = ImexCheck::kWarn;
   bool controller = true;
+  // ResourceClaim GETs on kubelet's prepare path: their own client and limits (upstream shares
+  // --kube-api-qps 5 with everything, so 64 claims of a node's pods took 13 s just to be read).
+  double claim_read_qps = 50;
+  int claim_read_burst = 100;
   runtime::LogFormat log_format = runtime::LogFormat::kText;
   spdlog::level::level_enum log_level = spdlog::level::info;
   bool log_level_set = false;    // --log-level given: it wins over -v

@@ -11,13 +11,25 @@ bool api_server_configured(const config::Options& options) {
   return !options.kubeconfig.empty() || std::getenv("KUBERNETES_SERVICE_HOST") != nullptr;
 }
 
-Result<std::shared_ptr<k8s::ApiServer>> connect_api_server(RunContext& ctx) {
+namespace {
+
+Result<std::shared_ptr<k8s::ApiServer>> connect(RunContext& ctx, double qps, int burst) {
   const auto& o = ctx.options;
-  auto cfg = k8s::load_client_config(o.kubeconfig, o.kube_api_qps, o.kube_api_burst);
+  auto cfg = k8s::load_client_config(o.kubeconfig, qps, burst);
   if (!cfg) return cfg.error();
   auto api = k8s::HttpsApiServer::create(ctx.executor, std::move(*cfg));
   if (!api) return api.error();
   return std::shared_ptr<k8s::ApiServer>(std::move(*api));
+}
+
+}  // namespace
+
+Result<std::shared_ptr<k8s::ApiServer>> connect_api_server(RunContext& ctx) {
+  return connect(ctx, ctx.options.kube_api_qps, ctx.options.kube_api_burst);
+}
+
+Result<std::shared_ptr<k8s::ApiServer>> connect_claim_reader(RunContext& ctx) {
+  return connect(ctx, ctx.options.claim_read_qps, ctx.options.claim_read_burst);
 }
 
 }  // namespace nvdra::drivers

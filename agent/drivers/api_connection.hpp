@@ -17,5 +17,7 @@ bool api_server_configured(const config::Options& options);
 
 // The HTTPS client for the configured API server; an error names the kubeconfig or in-cluster file.
 Result<std::shared_ptr<k8s::ApiServer>> connect_api_server(RunContext& ctx);
+// The same server through a client with its own limits (--claim-read-qps/-burst) for claim reads.
+Result<std::shared_ptr<k8s::ApiServer>> connect_claim_reader(RunContext& ctx);
 
 }  // namespace nvdra::drivers

@@ -8,6 +8,7 @@
 #include "agent/claims/checkpoint_startup.hpp"
 #include "agent/config/options.hpp"
 #include "agent/drivers/compute_domain_claims.hpp"
+#include "agent/drivers/driver_checkpoint.hpp"
 #include "agent/drivers/imex_unit_watcher.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "agent/status/agent_status.hpp"
@@ -35,32 +36,6 @@ struct Clique {
   std::string id;
   std::string problem;
 };
-
-struct Opened {
-  std::unique_ptr<claims::FileCheckpointStore> checkpoints;
-  claims::Checkpoint checkpoint;
-  std::unique_ptr<cdi::FileSpecStore> specs;
-};
-
-// Blocking (file locks, reads, fsync): worker pool only.
-Result<Opened> open_stores(const std::string& dir, const std::string& cdi_root) {
-  Opened out;
-  auto store = claims::FileCheckpointStore::open(claims::FileCheckpointStoreOptions{dir});
-  if (!store) return store.error();
-  auto loaded = (*store)->load();
-  if (!loaded) return loaded.error();
-  auto boot = claims::read_boot_id();
-  if (!boot) return boot.error();
-  auto startup = claims::reconcile_boot_id(std::move(loaded->checkpoint), *boot);
-  if (startup.needs_save)
-    if (auto st = (*store)->save(startup.checkpoint); !st) return st.error();
-  auto specs = cdi::FileSpecStore::open(cdi_root);
-  if (!specs) return specs.error();
-  out.checkpoints = std::move(*store);
-  out.checkpoint = std::move(startup.checkpoint);
-  out.specs = std::move(*specs);
-  return out;
-}
 
 }  // namespace
 
@@ -133,15 +108,20 @@ boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::
   }
 
   const std::string dir = (std::filesystem::path(o.kubelet_plugins_dir) / config::kComputeDomainDriverName).string();
-  auto opened = co_await ctx_.workers.run([dir, cdi_root = o.cdi_root]() -> Result<Opened> { return open_stores(dir, cdi_root); });
+  auto opened = co_await open_driver_checkpoint(ctx_, config::kComputeDomainDriverName, dir);
   if (!opened) {
     ctx_.status.record_error("compute-domain", opened.error().describe());
     co_return opened.error();
   }
-  parts->checkpoints = std::move(opened->checkpoints);
-  parts->specs = std::move(opened->specs);
+  auto specs = co_await ctx_.workers.run([cdi_root = o.cdi_root] { return cdi::FileSpecStore::open(cdi_root); });
+  if (!specs) {
+    ctx_.status.record_error("compute-domain", specs.error().describe());
+    co_return specs.error();
+  }
+  parts->checkpoints = std::move(opened->store);
+  parts->specs = std::move(*specs);
   parts->committer = std::make_unique<claims::CheckpointCommitter>(ctx_.executor, ctx_.workers, *parts->checkpoints,
-                                                                   std::move(opened->checkpoint));
+                                                                   std::move(opened->startup.checkpoint));
 
   PrepareGate gate;
   if (parts->host_managed && policy != imex::CheckPolicy::kOff) {

@@ -27,7 +27,8 @@ class DriverBackend {
  public:
   virtual ~DriverBackend() = default;
   // Opens what the driver needs and repairs state left by a crash, before kubelet is served.
-  // `api` is null when no API server is configured (claims then fail with a clear error).
+  // `api` is the prepare-path client (claim reads, --claim-read-qps); null when no API server is
+  // configured (claims then fail with a clear error).
   virtual boost::asio::awaitable<Status> start(std::shared_ptr<k8s::ApiServer> api) = 0;
   // Valid after a successful start(), until the backend is destroyed.
   virtual kubelet::ClaimHandler& claims() = 0;

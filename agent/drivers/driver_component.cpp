@@ -93,11 +93,14 @@ void DriverComponent::report(std::string detail) {
 
 boost::asio::awaitable<void> DriverComponent::serve() {
   auto log = nvdra::logger(name());
-  std::shared_ptr<k8s::ApiServer> api;
+  std::shared_ptr<k8s::ApiServer> api, claim_reader;
   if (api_server_configured(ctx_.options)) {
     auto connected = connect_api_server(ctx_);
     if (!connected) throw std::runtime_error("driver " + name() + ": Kubernetes API: " + connected.error().describe());
     api = std::move(*connected);
+    auto reader = connect_claim_reader(ctx_);
+    if (!reader) throw std::runtime_error("driver " + name() + ": Kubernetes API: " + reader.error().describe());
+    claim_reader = std::move(*reader);
   } else {
     log->warn("driver={} no --kubeconfig and not in a cluster: serving kubelet without publishing "
               "ResourceSlices or reading claims, ignoring", name());
@@ -107,7 +110,7 @@ boost::asio::awaitable<void> DriverComponent::serve() {
 
   // The backend repairs what a crash left behind before kubelet can call in.
   backend_ = make_backend(kind_, ctx_);
-  if (auto started = co_await backend_->start(api); !started)
+  if (auto started = co_await backend_->start(claim_reader); !started)
     throw std::runtime_error("driver " + name() + ": " + started.error().describe());
   claims_ = std::make_unique<StatusReportingHandler>(name(), backend_->claims(), ctx_.status,
                                                      [b = backend_.get()] { return b->checkpoint(); });

@@ -11,6 +11,7 @@
 #include "agent/claims/helper_program_mps.hpp"
 #include "agent/config/options.hpp"
 #include "agent/drivers/api_claim_source.hpp"
+#include "agent/drivers/driver_checkpoint.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "agent/status/agent_status.hpp"
 #include "cdi/driver_discovery.hpp"
@@ -53,8 +54,8 @@ const char* describe(claims::BootCheck check) {
   return "?";
 }
 
-// The blocking half of start(), on the worker pool: NVML, driver files, CDI and checkpoint files.
-Status open_parts(GpuBackend::Parts& p, const config::Options& o, const std::string& data_dir) {
+// The blocking half of start(), on the worker pool: NVML, driver files, the base CDI spec.
+Status open_parts(GpuBackend::Parts& p, const config::Options& o) {
   auto lib = nvml::open_nvml(nvml::LoadOptions{o.nvml_library, o.nvidia_driver_root});
   if (!lib) return lib.error();
   p.nvml = std::move(*lib);
@@ -73,17 +74,6 @@ Status open_parts(GpuBackend::Parts& p, const config::Options& o, const std::str
   if (!specs) return specs.error();
   p.specs = std::move(*specs);
   if (auto wrote = p.specs->write_if_changed(*base); !wrote) return wrote.error();
-
-  auto store = claims::FileCheckpointStore::open(claims::FileCheckpointStoreOptions{data_dir});
-  if (!store) return store.error();
-  p.store = std::move(*store);
-  auto loaded = p.store->load();
-  if (!loaded) return loaded.error();
-  auto boot_id = claims::read_boot_id();
-  if (!boot_id) return boot_id.error();
-  p.startup = claims::reconcile_boot_id(std::move(loaded->checkpoint), *boot_id);
-  if (p.startup.needs_save)
-    if (auto saved = p.store->save(p.startup.checkpoint); !saved) return saved;
   return {};
 }
 
@@ -97,7 +87,11 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   const auto& o = ctx_.options;
   const std::string data_dir = (fs::path(o.kubelet_plugins_dir) / config::kGpuDriverName).string();
   auto parts = std::make_unique<Parts>();
-  auto opened = co_await ctx_.workers.run([&p = *parts, &o, data_dir] { return open_parts(p, o, data_dir); });
+  auto checkpoint = co_await open_driver_checkpoint(ctx_, config::kGpuDriverName, data_dir);
+  if (!checkpoint) co_return checkpoint.error();
+  parts->store = std::move(checkpoint->store);
+  parts->startup = std::move(checkpoint->startup);
+  auto opened = co_await ctx_.workers.run([&p = *parts, &o] { return open_parts(p, o); });
   if (!opened) co_return opened;
   log->info("driver={} gpus={} checkpoint={} claims={} ({})", config::kGpuDriverName, parts->model.gpus.size(),
             parts->store->location(), parts->startup.checkpoint.claims.size(), describe(parts->startup.check));

@@ -1,0 +1,29 @@
+#pragma once
+// A driver's checkpoint at start-up: <plugin data dir>/checkpoint.json opened (its lock taken),
+// loaded and checked against the boot id (claims::reconcile_boot_id), saved when that changed it.
+//
+// While another agent instance holds the lock (a DaemonSet update whose old pod has not exited
+// yet), this waits and retries instead of failing: two writers would corrupt the checkpoint, and
+// upstream's update strategy (maxUnavailable, no surge) stops the old pod first. Said once in the
+// log and the status; cancellable.
+#include <boost/asio/awaitable.hpp>
+
+#include <memory>
+#include <string>
+
+#include "agent/base/result.hpp"
+#include "agent/claims/checkpoint_file_store.hpp"
+#include "agent/claims/checkpoint_startup.hpp"
+#include "agent/component.hpp"
+
+namespace nvdra::drivers {
+
+struct DriverCheckpoint {
+  std::unique_ptr<claims::FileCheckpointStore> store;
+  claims::StartupCheckpoint startup;
+};
+
+boost::asio::awaitable<Result<DriverCheckpoint>> open_driver_checkpoint(RunContext& ctx, std::string driver,
+                                                                        std::string dir);
+
+}  // namespace nvdra::drivers
