@@ -113,6 +113,18 @@ inline awaitable<void> wipe_node_slices(Admin& admin) {
   co_await admin.post(std::string("/admin/delete"), std::move(selector));
 }
 
+// Waits (deadline 10 s) until the double streams at least one watch.
+inline awaitable<void> wait_for_open_watch(Admin& admin) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    auto answer = co_await admin.get(std::string("/admin/watches"));
+    if (answer.as_object().at("open").to_number<int64_t>() > 0) co_return;
+    if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("no watch opened within 10 s");
+    asio::steady_timer pause(co_await asio::this_coro::executor, std::chrono::milliseconds(20));
+    co_await pause.async_wait(asio::use_awaitable);
+  }
+}
+
 // Counts convergences so a test can wait for "converged again" without polling.
 struct ConvergenceCounter {
   explicit ConvergenceCounter(SlicePublisher& p, asio::any_io_executor ex) : signal(ex) {

@@ -76,6 +76,8 @@ TEST_F(DoubleTest, DroppedWatchResumesWithoutRelistAndStillSeesDeletions) {
     publisher->set_desired(make_gpus(4));
     auto scenario = [&]() -> awaitable<void> {
       co_await converged.wait_for(1);
+      // Drop a watch that is open: converging can come before the watch stream is established.
+      co_await wait_for_open_watch(admin);
       co_await admin.post(std::string("/admin/drop-watches"));
       co_await wipe_node_slices(admin);
       co_await converged.wait_for(2);

@@ -10,6 +10,7 @@ import time
 import unittest
 
 from kubelet_double import Claim, KubeletDouble, find_sockets
+from nvdra_testlib import simulated_gpu_node
 
 BINARY_DIR = os.environ.get("NVDRA_BINARY_DIR", "build")
 DRIVERS = ["gpu.nvidia.com", "compute-domain.nvidia.com"]
@@ -53,15 +54,17 @@ class AgentWithKubelet(unittest.TestCase):
         self.addCleanup(self.notify.close)
         self.kubelet = KubeletDouble(self.registrar)
         self.addCleanup(self.kubelet.close)
+        self.gpu_node = simulated_gpu_node(self.root)
 
-    def start(self, *extra, plugins=None):
+    def start(self, *extra, plugins=None, stderr=subprocess.PIPE):
         args = [os.path.join(BINARY_DIR, "agent", "nvdra-agent"), "--node-name", "n1",
                 "--kubelet-registrar-directory-path", self.registrar,
                 "--kubelet-plugins-directory-path", plugins or self.plugins,
-                "--cdi-root", os.path.join(self.root, "cdi")] + list(extra)
+                "--cdi-root", os.path.join(self.root, "cdi")] + self.gpu_node + list(extra)
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")}
+        env["NVDRA_MOCK_PROFILE"] = "dgx-a100"
         env["NOTIFY_SOCKET"] = self.notify.path
-        proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         return proc
 
@@ -100,9 +103,10 @@ class AgentWithKubelet(unittest.TestCase):
             with self.subTest(version=version):
                 result = gpu.prepare(claims, version=version)
                 self.assertEqual(set(result), {"uid-a", "uid-b"})
-                self.assertEqual(result["uid-b"]["error"],
-                                 "claim team/b (uid-b): no devices are prepared by this build of the "
-                                 "gpu.nvidia.com driver")
+                # No API server in this test: each claim fails on its own, naming itself.
+                self.assertIn("team/b (uid-b)", result["uid-b"]["error"])
+                self.assertIn("no Kubernetes API server configured", result["uid-b"]["error"])
+                self.assertIn("default/a (uid-a)", result["uid-a"]["error"])
                 self.assertEqual(gpu.unprepare(claims, version=version), {"uid-a": "", "uid-b": ""})
         self.assertEqual(gpu.prepare([], version="v1beta1"), {})  # upstream's liveness probe
         code, err = self.stop(proc)
@@ -144,23 +148,31 @@ class AgentWithKubelet(unittest.TestCase):
         self.assertIn("driver=gpu.nvidia.com registration rejected by kubelet (attempt 1): "
                       "RegisterPlugin error -- plugin validation failed: test says no", err)
 
-    def test_two_instances_with_rolling_update_uids_are_registered_side_by_side(self):
+    def test_during_a_rolling_update_the_new_instance_serves_once_the_old_one_exits(self):
+        # Both instances would write the same checkpoint: the new one waits for the old one's lock
+        # (upstream's DaemonSet updates with maxUnavailable, so the old pod is already stopping).
         old = self.start("--rolling-update-uid", "old-pod")
-        new = self.start("--rolling-update-uid", "new-pod")
         deadline = time.monotonic() + 20
-        while len(find_sockets(self.registrar)) < 4:
+        while len(find_sockets(self.registrar)) < 2:
             self.assertLess(time.monotonic(), deadline, find_sockets(self.registrar))
-        names = sorted(os.path.basename(p) for p in find_sockets(self.registrar))
-        self.assertEqual(names, ["compute-domain.nvidia.com-new-pod-reg.sock", "compute-domain.nvidia.com-old-pod-reg.sock",
-                                 "gpu.nvidia.com-new-pod-reg.sock", "gpu.nvidia.com-old-pod-reg.sock"])
-        endpoints = {self.kubelet.register(p).endpoint for p in find_sockets(self.registrar)}
-        self.assertIn(os.path.join(self.plugins, "gpu.nvidia.com", "dra-new-pod.sock"), endpoints)
-        self.assertEqual(len(endpoints), 4)
+        log_path = os.path.join(self.root, "new.log")
+        with open(log_path, "w") as log:
+            new = self.start("--rolling-update-uid", "new-pod", stderr=log)
+        deadline = time.monotonic() + 20
+        while "is held by another process" not in open(log_path).read():
+            self.assertLess(time.monotonic(), deadline, "the new instance did not wait for the old one's lock")
+        self.assertEqual(len(find_sockets(self.registrar)), 2, "the new instance served while the old one ran")
         code, err = self.stop(old)
         self.assertEqual(code, 0, err)
-        self.assertEqual(len(find_sockets(self.registrar)), 2, "the old instance removed only its own sockets")
-        code, err = self.stop(new)
-        self.assertEqual(code, 0, err)
+        deadline = time.monotonic() + 20
+        while len(find_sockets(self.registrar)) < 2:
+            self.assertLess(time.monotonic(), deadline, find_sockets(self.registrar))
+        names = sorted(os.path.basename(p) for p in find_sockets(self.registrar))
+        self.assertEqual(names, ["compute-domain.nvidia.com-new-pod-reg.sock", "gpu.nvidia.com-new-pod-reg.sock"])
+        endpoints = {self.kubelet.register(p).endpoint for p in find_sockets(self.registrar)}
+        self.assertIn(os.path.join(self.plugins, "gpu.nvidia.com", "dra-new-pod.sock"), endpoints)
+        code, _ = self.stop(new)
+        self.assertEqual(code, 0, open(log_path).read())
 
     def test_a_socket_path_too_long_is_a_clear_start_up_error(self):
         deep = os.path.join(self.root, "p" * 90)

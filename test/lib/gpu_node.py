@@ -10,9 +10,13 @@ ResourceClaims, the agent, and the kubelet double talking to it over the real so
 import json
 import os
 import signal
+import ssl
 import subprocess
+import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 
 from apiserver_double import start_in
 from kubelet_double import Claim, KubeletDouble
@@ -25,13 +29,72 @@ CD = "compute-domain.nvidia.com"
 GPU_CONFIG = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig"}
 
 
+class RemoteApiDouble:
+    """The API-server double in a process of its own (python3 -m apiserver_double), driven through its
+    /admin endpoints: for the bench, so the double's work does not share a GIL with the kubelet double."""
+
+    def __init__(self, directory, version):
+        os.makedirs(directory, exist_ok=True)
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.abspath(__file__)))
+        self.proc = subprocess.Popen([sys.executable, "-m", "apiserver_double", "--dir", directory,
+                                      "--version", f"{version[0]}.{version[1]}"], env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ready = os.path.join(directory, "ready.json")
+        deadline = time.monotonic() + 30
+        while not os.path.exists(ready):
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise RuntimeError("the API-server double did not start")
+            time.sleep(0.05)
+        with open(ready) as f:
+            info = json.load(f)
+        self.url, self.kubeconfig = info["url"], info["kubeconfig"]
+        self.ctx = ssl.create_default_context(cafile=os.path.join(directory, "ca.crt"))
+        with open(os.path.join(directory, "token")) as f:
+            self.token = f.read().strip()
+
+    def _call(self, method, path, body=None):
+        req = urllib.request.Request(self.url + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": f"Bearer {self.token}",
+                                              "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, context=self.ctx, timeout=30) as r:
+            return json.load(r)
+
+    def put_object(self, obj):
+        return self._call("POST", "/admin/objects", obj)
+
+    def objects(self, gv, plural, selector=""):
+        base = "/api/v1" if gv == "v1" else f"/apis/{gv}"
+        query = "?" + urllib.parse.urlencode({"fieldSelector": selector}) if selector else ""
+        return self._call("GET", f"{base}/{plural}{query}")["items"]
+
+    def delete_matching(self, gv, plural, selector=""):
+        self._call("POST", "/admin/delete", {"apiVersion": gv, "resource": plural, "fieldSelector": selector})
+
+    def request_log(self):
+        return self._call("GET", "/admin/requests")
+
+    def writes(self):
+        return [r for r in self.request_log() if r["method"] in ("POST", "PUT", "PATCH", "DELETE")
+                and not r["path"].startswith("/admin")]
+
+    @property
+    def rejections(self):
+        return self._call("GET", "/admin/rejections")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+
 def gpu_config(**fields):
     """A GpuConfig opaque object: gpu_config(sharing={...})."""
     return dict(GPU_CONFIG, **fields)
 
 
 class SimulatedNode:
-    def __init__(self, profile="dgx-a100", node="gpu-node-1", api_version=(1, 35), gates="", args=(), drivers=None):
+    def __init__(self, profile="dgx-a100", node="gpu-node-1", api_version=(1, 35), gates="", args=(), drivers=None,
+                 api_process=False):
         self.profile, self.node, self.gates, self.extra_args = profile, node, gates, list(args)
         self.drivers = drivers or [GPU, CD]
         self.dirs = AgentDirs()
@@ -40,7 +103,8 @@ class SimulatedNode:
         out = subprocess.run([FAKE_NODE, self.root, MOCK], env=self.env(), check=True, capture_output=True, text=True)
         roots = json.loads(out.stdout)
         self.driver_root, self.host_root = roots["driver_root"], roots["host_root"]
-        self.api = start_in(os.path.join(self.root, "api"), version=api_version)
+        api_dir = os.path.join(self.root, "api")
+        self.api = RemoteApiDouble(api_dir, api_version) if api_process else start_in(api_dir, version=api_version)
         self.api.put_object({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
         self.proc = self.kubelet = self.notify = self.log = None
         self.plugins = {}

@@ -1,4 +1,5 @@
 """Shared helpers for process-level tests: locate built binaries, run the agent, read sd_notify."""
+import json
 import os
 import select
 import signal
@@ -16,11 +17,25 @@ def agent_binary():
 
 
 def clean_env(**extra):
-    """The test's environment without anything that could configure the agent by accident."""
+    """The test's environment without anything that could configure the agent by accident. The mock
+    NVML's profile defaults to dgx-a100 (it only matters where the mock is loaded)."""
     env = {k: v for k, v in os.environ.items()
            if k in ("PATH", "HOME", "LANG", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TMPDIR")}
+    env["NVDRA_MOCK_PROFILE"] = "dgx-a100"
     env.update(extra)
     return env
+
+
+def simulated_gpu_node(directory, profile="dgx-a100"):
+    """Lays out a simulated GPU node under `directory` (nvdra-fake-node: fake driver and host root) and
+    returns the agent flags that point at it and at the mock NVML."""
+    mock = os.path.join(BINARY_DIR, "nvml-mock", "libnvidia-ml.so.1")
+    fake = os.path.join(BINARY_DIR, "test", "process", "nvdra-fake-node")
+    out = subprocess.run([fake, directory, mock], env=clean_env(NVDRA_MOCK_PROFILE=profile), check=True,
+                         capture_output=True, text=True)
+    roots = json.loads(out.stdout)
+    return ["--nvml-library", mock, "--nvidia-driver-root", roots["driver_root"],
+            "--container-driver-root", roots["driver_root"], "--host-root", roots["host_root"]]
 
 
 class NotifySocket:
@@ -63,9 +78,15 @@ class AgentDirs:
         self.plugins = os.path.join(self.root, "plugins")
         self.cdi = os.path.join(self.root, "cdi")
 
-    def args(self, node="node-1"):
-        return ["--node-name", node, "--kubelet-registrar-directory-path", self.registrar,
+    def args(self, node="node-1", gpu_node=True):
+        """The agent's directory flags; with gpu_node, also those of a simulated GPU node (made once)."""
+        args = ["--node-name", node, "--kubelet-registrar-directory-path", self.registrar,
                 "--kubelet-plugins-directory-path", self.plugins, "--cdi-root", self.cdi]
+        if gpu_node:
+            if not hasattr(self, "_gpu_args"):
+                self._gpu_args = simulated_gpu_node(self.root)
+            args += self._gpu_args
+        return args
 
     def cleanup(self):
         self._tmp.cleanup()

@@ -8,6 +8,7 @@ the double only listens on loopback):
   POST /admin/delete        {"apiVersion","resource","fieldSelector"} delete matching objects
   GET  /admin/requests      request log;  POST /admin/requests/reset clears it
   GET  /admin/rejections    validation failures sent back so far
+  GET  /admin/watches       {"open": n}: watches streaming now
 """
 
 
@@ -37,6 +38,10 @@ def handle_admin(h, d, method, path, query):
         return
     elif method == "POST" and path == "/admin/requests/reset":
         d.reset_requests()
+    elif method == "GET" and path == "/admin/watches":
+        with d.store.cond:
+            h.send_json(200, {"open": d.store.open_watches})
+        return
     elif method == "GET" and path == "/admin/rejections":
         h.send_json(200, d.rejections)
         return

@@ -188,35 +188,41 @@ def serve_watch(h, d, resource, ns, query):
                                                       f"too old resource version: {since} ({store.compacted})"))])
         write_chunk(h, b"")
         return
-    send_events(h, d, initial)
-    last_bookmark = time.time()
-    while True:
+    with store.cond:
+        store.open_watches += 1  # /admin/watches: tests wait for a watch before dropping it
+    try:
+        send_events(h, d, initial)
+        last_bookmark = time.time()
+        while True:
+            with store.cond:
+                if store.watch_epoch != epoch:
+                    h.drop()
+                    return
+                events = store.events_after(resource, since)
+                if events is None:
+                    h.drop()
+                    return
+                if not events:
+                    store.cond.wait(timeout=0.2)
+                    events = store.events_after(resource, since) or []
+                head = store.revision
+            lines = []
+            for rev, etype, obj in events:
+                since = rev
+                if (not ns or obj["metadata"].get("namespace") == ns) and match(obj):
+                    lines.append(event_line(etype, obj))
+            if lines:
+                send_events(h, d, lines)
+            now = time.time()
+            if bookmarks and now - last_bookmark >= d.bookmark_interval:
+                since = max(since, head)
+                kind = RESOURCES[tuple(resource.rsplit("/", 1))][0]
+                send_events(h, d, [event_line("BOOKMARK", {"kind": kind, "apiVersion": resource.rsplit("/", 1)[0],
+                                                           "metadata": {"resourceVersion": str(since)}})])
+                last_bookmark = now
+            if now >= deadline:
+                write_chunk(h, b"")
+                return
+    finally:
         with store.cond:
-            if store.watch_epoch != epoch:
-                h.drop()
-                return
-            events = store.events_after(resource, since)
-            if events is None:
-                h.drop()
-                return
-            if not events:
-                store.cond.wait(timeout=0.2)
-                events = store.events_after(resource, since) or []
-            head = store.revision
-        lines = []
-        for rev, etype, obj in events:
-            since = rev
-            if (not ns or obj["metadata"].get("namespace") == ns) and match(obj):
-                lines.append(event_line(etype, obj))
-        if lines:
-            send_events(h, d, lines)
-        now = time.time()
-        if bookmarks and now - last_bookmark >= d.bookmark_interval:
-            since = max(since, head)
-            kind = RESOURCES[tuple(resource.rsplit("/", 1))][0]
-            send_events(h, d, [event_line("BOOKMARK", {"kind": kind, "apiVersion": resource.rsplit("/", 1)[0],
-                                                       "metadata": {"resourceVersion": str(since)}})])
-            last_bookmark = now
-        if now >= deadline:
-            write_chunk(h, b"")
-            return
+            store.open_watches -= 1

@@ -187,6 +187,8 @@ class ApiHandler(BaseHTTPRequestHandler):
 
     def setup(self):
         try:
+            # As a real API server: no Nagle delay between a response's header and body writes.
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.request.do_handshake()
         except (ssl.SSLError, OSError):
             self.request.close()

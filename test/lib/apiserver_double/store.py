@@ -16,6 +16,7 @@ class Store:
         self.history = []     # (revision, resource, type, obj)
         self.compacted = 0    # revisions <= compacted are gone
         self.watch_epoch = 0  # bumped to drop every open watch
+        self.open_watches = 0
 
     def _bump(self):
         self.revision += 1
