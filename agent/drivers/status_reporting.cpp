@@ -16,11 +16,11 @@ std::string string_attribute(const PublishedDevice& d, const char* name) {
   return {};
 }
 
-// Every "deviceName" in upstream's PreparedDeviceGroup list, in order.
+// Every device name (Go field "DeviceName") in upstream's PreparedDeviceGroup list, in order.
 void collect_device_names(const boost::json::value& v, std::vector<std::string>& out) {
   if (const auto* o = v.if_object()) {
     for (const auto& [key, value] : *o) {
-      if (key == "deviceName" && value.is_string())
+      if ((key == "DeviceName" || key == "deviceName") && value.is_string())
         out.emplace_back(value.get_string());
       else
         collect_device_names(value, out);

@@ -94,9 +94,10 @@ def gpu_config(**fields):
 
 class SimulatedNode:
     def __init__(self, profile="dgx-a100", node="gpu-node-1", api_version=(1, 35), gates="", args=(), drivers=None,
-                 api_process=False):
+                 api_process=False, env=None):
         self.profile, self.node, self.gates, self.extra_args = profile, node, gates, list(args)
         self.drivers = drivers or [GPU, CD]
+        self.extra_env = dict(env or {})
         self.dirs = AgentDirs()
         self.root = self.dirs.root
         self.mock_state = tempfile.mkdtemp(prefix="mock-", dir=self.root)
@@ -114,7 +115,8 @@ class SimulatedNode:
     def env(self, **extra):
         # NVDRA_MOCK_HOST_ROOT: the mock keeps MIG capability files there in step with its instances.
         return clean_env(NVDRA_MOCK_PROFILE=self.profile, NVDRA_MOCK_STATE_DIR=getattr(self, "mock_state", ""),
-                         NVDRA_MOCK_HOST_ROOT=getattr(self, "host_root", ""), **extra)
+                         NVDRA_MOCK_HOST_ROOT=getattr(self, "host_root", ""),
+                         **dict(getattr(self, "extra_env", {}), **extra))
 
     def agent_args(self):
         args = self.dirs.args(self.node) + [

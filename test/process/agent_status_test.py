@@ -1,0 +1,85 @@
+"""nvdractl and busctl read a running agent's state through D-Bus: the real agent on a simulated GPU
+node owns io.nvdra.Agent1 on a private system bus that uses the policy packaging/debian ships, and
+what it reports follows what kubelet does (registration, READY, devices, prepared claims, errors)."""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "systemd"))
+from gpu_node import GPU, SimulatedNode, gpu_config  # noqa: E402
+from nvdra_testlib import BINARY_DIR, SOURCE_DIR  # noqa: E402
+from private_dbus import PrivateDbus  # noqa: E402
+
+NVDRACTL = os.path.join(BINARY_DIR, "agent", "ctl", "nvdractl")
+POLICY = os.path.join(SOURCE_DIR, "packaging", "debian", "io.nvdra.Agent1.conf")
+
+
+def policy_for_this_user():
+    """The shipped policy; the test runs as root in CI, else the owning/reading user is us."""
+    import pwd
+    with open(POLICY) as f:
+        text = f.read()
+    if os.geteuid() != 0:
+        me = pwd.getpwuid(os.geteuid()).pw_name
+        text = text.replace('user="root"', f'user="{me}"').replace('group="nvdra"', 'group="root"')
+    return text
+
+
+class AgentStatusOverDbus(unittest.TestCase):
+    def setUp(self):
+        self.bus = PrivateDbus(policy_for_this_user())
+        self.addCleanup(self.bus.close)
+        self.node = SimulatedNode(env={"DBUS_SYSTEM_BUS_ADDRESS": self.bus.address})
+        self.addCleanup(self.node.cleanup)
+
+    def ctl(self, *args):
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DBUS_SYSTEM_BUS_ADDRESS": self.bus.address}
+        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+            if k in os.environ:
+                env[k] = os.environ[k]
+        return subprocess.run([NVDRACTL, *args], env=env, capture_output=True, text=True, timeout=30)
+
+    def ctl_json(self, *args):
+        out = self.ctl("-o", "json", *args)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return json.loads(out.stdout)
+
+    def test_nvdractl_follows_a_running_agent(self):
+        self.node.start()
+        status = self.ctl_json("status")
+        self.assertTrue(status["ready"])
+        self.assertEqual(status["nodeName"] if "nodeName" in status else status.get("node"), self.node.node)
+        drivers = {d["name"]: d for d in status["drivers"]}
+        self.assertEqual(drivers[GPU]["registration"], "registered")
+        self.assertTrue(drivers[GPU]["published"])
+
+        devices = {d["name"]: d for d in self.ctl_json("devices") if d["driver"] == GPU}
+        self.assertEqual(set(devices), set(self.node.published()))
+        self.assertEqual(devices["gpu-0"]["type"], "gpu")
+        self.assertEqual(devices["gpu-0"]["health"], "Healthy")
+
+        good = self.node.allocate("pod-a", [("gpu", "gpu-0")])
+        bad = self.node.allocate("pod-b", [("gpu", "gpu-1")], [([], gpu_config(sharing={"strategy": "Nope"}))])
+        self.node.gpu().prepare([good, bad])
+        claims = self.ctl_json("claims")
+        self.assertEqual([(c["uid"], c["name"], c["state"], c["devices"]) for c in claims],
+                         [(good.uid, "pod-a", "PrepareCompleted", ["gpu-0"])])
+        errors = self.ctl_json("status")["lastErrors"]
+        self.assertTrue(any("default/pod-b" in e["message"] for e in errors), errors)
+
+        table = self.ctl("claims")
+        self.assertEqual(table.returncode, 0, table.stderr)
+        self.assertIn("pod-a", table.stdout)
+        self.node.gpu().unprepare([good, bad])
+        self.assertEqual(self.ctl_json("claims"), [])
+
+        self.assertEqual(self.node.stop(), 0)
+        gone = self.ctl("status")
+        self.assertEqual(gone.returncode, 3, gone.stdout + gone.stderr)
+        self.assertIn("not running", gone.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
