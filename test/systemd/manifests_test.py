@@ -37,7 +37,7 @@ LEASE_RULES = {("coordination.k8s.io", "leases"): ["get", "create", "update"]}
 CONTROLLER_RULES = {
     ("resource.nvidia.com", "computedomains"): ["get", "list", "watch", "update"],
     ("resource.nvidia.com", "computedomains/status"): ["update"],
-    ("resource.k8s.io", "resourceclaimtemplates"): ["create", "get", "list", "watch", "delete"],
+    ("resource.k8s.io", "resourceclaimtemplates"): ["create", "get", "list", "watch", "update", "delete"],  # update: the finalizer
 }
 
 
