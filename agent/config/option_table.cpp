@@ -54,6 +54,29 @@ auto abs_path_field(std::string Options::*field, bool allow_empty = false) {
   };
 }
 
+auto positive_double_field(double Options::*field) {
+  return [field](Options& o, const std::string& v) -> Problem {
+    try {
+      size_t used = 0;
+      const double q = std::stod(v, &used);
+      if (used != v.size() || !std::isfinite(q) || q <= 0) return bad(v, "must be a number above 0");
+      o.*field = q;
+      return std::nullopt;
+    } catch (const std::exception&) {
+      return bad(v, "must be a number above 0");
+    }
+  };
+}
+
+auto positive_int_field(int Options::*field) {
+  return [field](Options& o, const std::string& v) -> Problem {
+    auto b = parse_int<int>(v);
+    if (!b || *b < 1) return bad(v, "must be a whole number of at least 1");
+    o.*field = *b;
+    return std::nullopt;
+  };
+}
+
 auto bool_field(bool Options::*field) {
   return [field](Options& o, const std::string& v) -> Problem {
     auto b = parse_go_bool(v);
@@ -179,45 +202,15 @@ const std::vector<OptionSpec>& option_table() {
            return std::nullopt;
          }});
     add({"kube-api-qps", {}, {"KUBE_API_QPS"}, "Client-side QPS limit for the Kubernetes API", false, false, false,
-         [](Options& o, const std::string& v) -> Problem {
-           try {
-             size_t used = 0;
-             const double q = std::stod(v, &used);
-             if (used != v.size() || !std::isfinite(q) || q <= 0) return bad(v, "must be a number above 0");
-             o.kube_api_qps = q;
-             return std::nullopt;
-           } catch (const std::exception&) {
-             return bad(v, "must be a number above 0");
-           }
-         }});
+         positive_double_field(&Options::kube_api_qps)});
     add({"kube-api-burst", {}, {"KUBE_API_BURST"}, "Client-side burst for the Kubernetes API", false, false, false,
-         [](Options& o, const std::string& v) -> Problem {
-           auto b = parse_int<int>(v);
-           if (!b || *b < 1) return bad(v, "must be a whole number of at least 1");
-           o.kube_api_burst = *b;
-           return std::nullopt;
-         }});
+         positive_int_field(&Options::kube_api_burst)});
     add({"claim-read-qps", {}, {"NVDRA_CLAIM_READ_QPS"},
          "Client-side QPS limit for ResourceClaim reads on kubelet's prepare path (a client of their own, so "
          "pod start-up does not queue behind slice publishing)", false, false, false,
-         [](Options& o, const std::string& v) -> Problem {
-           try {
-             size_t used = 0;
-             const double q = std::stod(v, &used);
-             if (used != v.size() || !std::isfinite(q) || q <= 0) return bad(v, "must be a number above 0");
-             o.claim_read_qps = q;
-             return std::nullopt;
-           } catch (const std::exception&) {
-             return bad(v, "must be a number above 0");
-           }
-         }});
+         positive_double_field(&Options::claim_read_qps)});
     add({"claim-read-burst", {}, {"NVDRA_CLAIM_READ_BURST"}, "Client-side burst for ResourceClaim reads", false,
-         false, false, [](Options& o, const std::string& v) -> Problem {
-           auto b = parse_int<int>(v);
-           if (!b || *b < 1) return bad(v, "must be a whole number of at least 1");
-           o.claim_read_burst = *b;
-           return std::nullopt;
-         }});
+         false, false, positive_int_field(&Options::claim_read_burst)});
     add({"additional-xids-to-ignore", {}, {"ADDITIONAL_XIDS_TO_IGNORE"},
          "Comma-separated XIDs treated as non-fatal", false, false, true, apply_xids});
     add({"consumable-shares", {}, {"CONSUMABLE_SHARES"}, "disabled, memory, unlimited or a positive integer", false,

@@ -6,6 +6,7 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include "test/support/run_awaitable.hpp"
 #include "agent/claims/prepared_claim.hpp"
 #include "test/claims/pipeline_fixture.hpp"
 
@@ -60,23 +61,10 @@ class DynamicMigTest : public ::testing::Test {
     return kubelet::ClaimRef{"default", name, a.uid};
   }
 
-  template <class T>
-  static asio::awaitable<void> store(asio::awaitable<T> op, std::optional<T>* out) {
-    out->emplace(co_await std::move(op));
-  }
-  // Runs one awaitable to completion (deadline 30 s, no sleeping).
+  // Runs one awaitable on the test's io_context to completion (deadline 30 s).
   template <class T>
   T run(asio::awaitable<T> op) {
-    io_.restart();
-    std::optional<T> out;
-    asio::co_spawn(io_, store(std::move(op), &out), [&](std::exception_ptr e) {
-      if (e) std::rethrow_exception(e);
-      io_.stop();
-    });
-    auto guard = asio::make_work_guard(io_);
-    io_.run_for(std::chrono::seconds(30));
-    if (!out) throw std::runtime_error("operation did not finish before the deadline");
-    return std::move(*out);
+    return nvdra::testing::run_awaitable(io_, std::move(op));
   }
   Result<std::vector<kubelet::PreparedDevice>> prepare(const kubelet::ClaimRef& c) { return run(handler_->prepare(c)); }
   Status unprepare(const kubelet::ClaimRef& c) { return run(handler_->unprepare(c)); }
