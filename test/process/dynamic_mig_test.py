@@ -106,6 +106,12 @@ class DynamicMig(unittest.TestCase):
     def test_every_profile_fills_an_h100_as_far_as_its_counters_allow(self):
         self.prepare_everything_a_scheduler_allocates(self.node("hgx-h100"), "gpu-0")
 
+    def test_every_profile_fills_an_a100_in_mig_mode_as_far_as_its_counters_allow(self):
+        node = self.node("dgx-a100")
+        dynamic_gpus = sorted({n.split("-mig-")[0] for n in node.published() if "-mig-" in n})
+        self.assertTrue(dynamic_gpus, "no A100 in MIG mode offers dynamic MIG devices")
+        self.prepare_everything_a_scheduler_allocates(node, dynamic_gpus[0])
+
     def test_kill_9_between_create_and_checkpoint_leaves_no_orphans(self):
         node = self.node("hgx-h100")
         devices = node.published()
