@@ -119,7 +119,7 @@ class SimulatedNode:
                          **dict(getattr(self, "extra_env", {}), **extra))
 
     def agent_args(self):
-        args = self.dirs.args(self.node) + [
+        args = self.dirs.args(self.node, gpu_node=False) + [
             "--kubeconfig", self.api.kubeconfig, "--nvml-library", MOCK,
             "--nvidia-driver-root", self.driver_root, "--container-driver-root", self.driver_root,
             "--host-root", self.host_root]
@@ -127,8 +127,9 @@ class SimulatedNode:
             args += ["--feature-gates", self.gates]
         return args + self.extra_args
 
-    def start(self, timeout=60):
-        """Starts the agent, registers both plugins with the kubelet double, waits for READY=1."""
+    def start(self, timeout=60, wait_ready=True):
+        """Starts the agent, registers its plugins with the kubelet double, waits for READY=1 (or only
+        for the plugins of self.drivers, without wait_ready)."""
         self.runs += 1
         self.notify = NotifySocket(tempfile.mkdtemp(dir=self.root))
         self.log_path = os.path.join(self.root, f"agent-{self.runs}.log")
@@ -139,7 +140,8 @@ class SimulatedNode:
         self.kubelet = KubeletDouble(self.dirs.registrar)
         try:
             self.plugins = self.kubelet.wait_for_plugins(self.drivers, timeout=timeout)
-            self.notify.wait_for("READY=1", timeout=timeout)
+            if wait_ready:
+                self.notify.wait_for("READY=1", timeout=timeout)
         except Exception:
             raise AssertionError(f"agent did not get ready; log:\n{self.agent_log()}")
         self.ready_ms = (time.monotonic() - self.started_at) * 1000

@@ -5,10 +5,11 @@ import json
 import os
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "systemd"))
-from gpu_node import GPU, SimulatedNode, gpu_config  # noqa: E402
+from gpu_node import CD, GPU, SimulatedNode, gpu_config  # noqa: E402
 from nvdra_testlib import BINARY_DIR, SOURCE_DIR  # noqa: E402
 from private_dbus import PrivateDbus  # noqa: E402
 
@@ -79,6 +80,42 @@ class AgentStatusOverDbus(unittest.TestCase):
         gone = self.ctl("status")
         self.assertEqual(gone.returncode, 3, gone.stdout + gone.stderr)
         self.assertIn("not running", gone.stderr)
+
+
+class HostWithoutImexChannels(AgentStatusOverDbus):
+    """HostManagedIMEX on a host whose kernel has no IMEX channel device: the compute-domain driver
+    fails to start and says what is missing; the gpu driver serves on; the status says both."""
+
+    def setUp(self):
+        self.bus = PrivateDbus(policy_for_this_user())
+        self.addCleanup(self.bus.close)
+        self.node = SimulatedNode(env={"DBUS_SYSTEM_BUS_ADDRESS": self.bus.address}, drivers=[GPU],
+                                  gates="HostManagedIMEX=true", args=["--controller=false"])
+        self.addCleanup(self.node.cleanup)
+        devices = os.path.join(self.node.host_root, "proc", "devices")
+        with open(devices) as f:
+            lines = [line for line in f if "nvidia-caps-imex-channels" not in line]
+        with open(devices, "w") as f:
+            f.writelines(lines)
+
+    def test_nvdractl_follows_a_running_agent(self):
+        self.node.start(wait_ready=False)
+        deadline = time.monotonic() + 20
+        while True:  # the event: the failure reaches the status service
+            status = self.ctl_json("status")
+            drivers = {d["name"]: d for d in status["drivers"]}
+            if "nvidia-caps-imex-channels" in drivers.get(CD, {}).get("detail", ""):
+                break
+            self.assertLess(time.monotonic(), deadline, status)
+            time.sleep(0.05)
+        self.assertEqual(drivers[GPU]["registration"], "registered")
+        self.assertNotEqual(drivers[CD]["registration"], "registered")
+        self.assertFalse(status["ready"])
+        self.assertIn("/proc/devices", drivers[CD]["detail"])
+        # The gpu driver still prepares claims.
+        claim = self.node.allocate("pod-a", [("gpu", "gpu-0")])
+        self.assertEqual(self.node.gpu().prepare([claim])[claim.uid]["error"], "")
+        self.assertEqual(self.node.stop(), 0)
 
 
 if __name__ == "__main__":
