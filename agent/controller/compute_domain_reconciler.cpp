@@ -18,9 +18,16 @@ ComputeDomainReconciler::ComputeDomainReconciler(asio::any_io_executor ex, std::
                                                  ReconcilerOptions options)
     : ex_(std::move(ex)), api_(std::move(api)), options_(options) {}
 
+namespace {
+constexpr std::string_view kStaleField = "metadata.resourceVersion";
+}  // namespace
+
 Error ComputeDomainReconciler::api_error(const ComputeDomain& cd, const std::string& what,
                                          const k8s::ApiError& err) const {
-  return Error{ErrorCode::kUnavailable, cd.describe() + ": " + what + ": " + err.describe()};
+  // A 409 means our copy was stale (an event older than our own last write): marked by the field
+  // that conflicted, and retried quietly on the next pass; everything else is reported.
+  return Error{ErrorCode::kUnavailable, cd.describe() + ": " + what + ": " + err.describe(), {},
+               err.conflict() ? std::string(kStaleField) : std::string()};
 }
 
 awaitable<void> ComputeDomainReconciler::run() {
@@ -52,6 +59,11 @@ awaitable<void> ComputeDomainReconciler::run() {
         auto status = co_await reconcile(entry.json);
         if (!status) {
           failed = true;
+          if (status.error().field == kStaleField) {
+            ++stats_.conflicts;
+            log->debug("{}; retrying with the newer object", status.error().describe());
+            continue;
+          }
           ++stats_.failures;
           log->warn("{}; retrying", status.error().describe());
           if (on_error_) on_error_(status.error().describe());

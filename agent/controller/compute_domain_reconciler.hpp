@@ -43,6 +43,7 @@ class ComputeDomainReconciler {
     uint64_t finalizer_writes = 0;  // CD and RCT finalizers added or removed
     uint64_t status_writes = 0;
     uint64_t failures = 0;
+    uint64_t conflicts = 0;  // 409s: a stale copy, retried quietly
   };
   // What the controller keeps per ComputeDomain (its "metrics"); dropped by the delete path.
   struct Tracked {

@@ -73,7 +73,8 @@ class DynamicMigTest : public ::testing::Test {
   }
   std::vector<std::string> instances(const std::string& gpu) {
     std::vector<std::string> out;
-    for (const auto& m : *lib_->mig_devices(gpu)) out.push_back(m.canonical_name());
+    auto devices = lib_->mig_devices(gpu);  // named: `*temporary` in a range-for dangles
+    for (const auto& m : *devices) out.push_back(m.canonical_name());
     return out;
   }
   bool mig_on(const std::string& gpu) { return lib_->mig_mode(gpu)->current_enabled; }
