@@ -6,7 +6,6 @@ import argparse
 import json
 import os
 import signal
-import threading
 
 import yaml
 
@@ -24,6 +23,11 @@ def main():
     ap.add_argument("--node", action="append", default=[], help="seed a Node with this name (repeatable)")
     ap.add_argument("--seed", action="append", default=[], help="YAML/JSON file of objects to seed (repeatable)")
     args = ap.parse_args()
+    # Take SIGTERM/SIGINT synchronously (sigwait below), blocked before any thread starts so every
+    # thread inherits the mask: a Python handler calling Event.set() while the main thread sits in
+    # Event.wait() could hang the double at exit.
+    stop_signals = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
     major, minor = (int(x) for x in args.version.split(".")[:2])
     double = start_in(args.dir, token=args.token, version=(major, minor), chunking=args.chunking)
     for node in args.node:
@@ -38,10 +42,7 @@ def main():
         json.dump({"url": double.url, "port": double.port, "kubeconfig": double.kubeconfig, "pid": os.getpid()}, f)
     os.rename(ready + ".tmp", ready)
     print(f"apiserver double serving {double.url}; kubeconfig {double.kubeconfig}", flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    stop.wait()
+    signal.sigwait(stop_signals)
     double.stop()
 
 

@@ -40,7 +40,8 @@ def handle_admin(h, d, method, path, query):
         d.reset_requests()
     elif method == "GET" and path == "/admin/watches":
         with d.store.cond:
-            h.send_json(200, {"open": d.store.open_watches})
+            count = d.store.open_watches
+        h.send_json(200, {"open": count})
         return
     elif method == "GET" and path == "/admin/rejections":
         h.send_json(200, d.rejections)
