@@ -1,5 +1,7 @@
 #include "test/k8s/double_process.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -9,7 +11,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
-#include <thread>
 
 extern char** environ;
 
@@ -38,28 +39,44 @@ DoubleProcess::DoubleProcess(std::vector<std::string> args) {
   std::vector<char*> envp;
   for (auto& e : env_s) envp.push_back(e.data());
   envp.push_back(nullptr);
-  if (posix_spawnp(&pid_, "python3", nullptr, nullptr, argv.data(), envp.data()) != 0) {
+  // The double prints one line on stdout once it serves (after writing ready.json): read it from a
+  // pipe, so start-up is an event to wait for, and end of file means it died first.
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  const int spawned = posix_spawnp(&pid_, "python3", &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  stdout_fd_ = out[0];
+  if (spawned != 0) {
+    pid_ = -1;
+    stop();
     throw std::runtime_error("cannot start python3 -m apiserver_double");
   }
-  // Wait for the double to say it serves (it writes ready.json atomically), or for it to die.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!fs::exists(dir_ + "/ready.json")) {
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      throw std::runtime_error("apiserver double exited before serving");
-    }
-    if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("apiserver double did not start in 60 s");
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  pollfd pfd{stdout_fd_, POLLIN, 0};
+  const int ready = ::poll(&pfd, 1, 60'000);
+  char c = 0;
+  if (ready > 0 && ::read(stdout_fd_, &c, 1) == 1) return;
+  stop();  // a constructor that throws runs no destructor
+  throw std::runtime_error(ready == 0 ? "apiserver double did not start in 60 s"
+                                      : "apiserver double exited before serving");
 }
 
-DoubleProcess::~DoubleProcess() {
+void DoubleProcess::stop() {
+  if (stdout_fd_ >= 0) ::close(stdout_fd_);
+  stdout_fd_ = -1;
   if (pid_ > 0) {
     kill(pid_, SIGTERM);
     int status = 0;
     waitpid(pid_, &status, 0);
   }
+  pid_ = -1;
+}
+
+DoubleProcess::~DoubleProcess() {
+  stop();
   std::error_code ec;
   fs::remove_all(dir_, ec);
 }

@@ -1,6 +1,6 @@
 #pragma once
 // Test helper: runs test/lib/apiserver_double as a child process in a fresh temporary folder and
-// talks to its /admin endpoints. The double writes ready.json once it serves.
+// talks to its /admin endpoints. The double prints a line (and writes ready.json) once it serves.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/json.hpp>
@@ -25,8 +25,10 @@ class DoubleProcess {
   ClientConfig client_config() const;  // from the kubeconfig it wrote
 
  private:
+  void stop();  // SIGTERM and reap the double, close its stdout
   std::string dir_;
   int pid_ = -1;
+  int stdout_fd_ = -1;  // the double's stdout: its "serving" line, then kept open until it exits
 };
 
 // A client for /admin/* (unauthenticated, test-only endpoints of the double).

@@ -2,6 +2,7 @@
 // slices converging afterwards.
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include <filesystem>
 #include <fstream>
 
 #include "test/k8s/publisher_fixture.hpp"
@@ -141,7 +142,9 @@ TEST_F(DoubleTest, ExpiredTokenFileIsReReadAfterRotation) {
       boost::json::object tokens;
       tokens["tokens"] = boost::json::array{"rotated-token"};
       co_await admin.post(std::string("/admin/tokens"), tokens);
-      std::ofstream(double_->dir() + "/token") << "rotated-token\n";
+      // Atomically, as kubelet's projected token volume swaps it: a reader never sees it half-written.
+      std::ofstream(double_->dir() + "/token.new") << "rotated-token\n";
+      std::filesystem::rename(double_->dir() + "/token.new", double_->dir() + "/token");
       co_await wipe_node_slices(admin);
       co_await converged.wait_for(2);
     };

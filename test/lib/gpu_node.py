@@ -9,6 +9,7 @@ ResourceClaims, the agent, and the kubelet double talking to it over the real so
 """
 import json
 import os
+import select
 import signal
 import ssl
 import subprocess
@@ -20,10 +21,9 @@ import urllib.request
 
 from apiserver_double import start_in
 from kubelet_double import Claim, KubeletDouble
-from nvdra_testlib import BINARY_DIR, AgentDirs, NotifySocket, agent_binary, clean_env
+from nvdra_testlib import MOCK_NVML, AgentDirs, NotifySocket, agent_binary, clean_env, make_fake_node
 
-MOCK = os.path.join(BINARY_DIR, "nvml-mock", "libnvidia-ml.so.1")
-FAKE_NODE = os.path.join(BINARY_DIR, "test", "process", "nvdra-fake-node")
+MOCK = MOCK_NVML
 GPU = "gpu.nvidia.com"
 CD = "compute-domain.nvidia.com"
 GPU_CONFIG = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig"}
@@ -38,13 +38,13 @@ class RemoteApiDouble:
         env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.abspath(__file__)))
         self.proc = subprocess.Popen([sys.executable, "-m", "apiserver_double", "--dir", directory,
                                       "--version", f"{version[0]}.{version[1]}"], env=env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        # It prints one line once it serves (ready.json is written by then); end of file: it died.
+        if not select.select([self.proc.stdout], [], [], 30)[0] or not self.proc.stdout.readline():
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError("the API-server double did not start")
         ready = os.path.join(directory, "ready.json")
-        deadline = time.monotonic() + 30
-        while not os.path.exists(ready):
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise RuntimeError("the API-server double did not start")
-            time.sleep(0.05)
         with open(ready) as f:
             info = json.load(f)
         self.url, self.kubeconfig = info["url"], info["kubeconfig"]
@@ -85,6 +85,7 @@ class RemoteApiDouble:
     def stop(self):
         self.proc.terminate()
         self.proc.wait()
+        self.proc.stdout.close()
 
 
 def gpu_config(**fields):
@@ -101,9 +102,7 @@ class SimulatedNode:
         self.dirs = AgentDirs()
         self.root = self.dirs.root
         self.mock_state = tempfile.mkdtemp(prefix="mock-", dir=self.root)
-        out = subprocess.run([FAKE_NODE, self.root, MOCK], env=self.env(), check=True, capture_output=True, text=True)
-        roots = json.loads(out.stdout)
-        self.driver_root, self.host_root = roots["driver_root"], roots["host_root"]
+        self.driver_root, self.host_root = make_fake_node(self.root, self.env())
         api_dir = os.path.join(self.root, "api")
         self.api = RemoteApiDouble(api_dir, api_version) if api_process else start_in(api_dir, version=api_version)
         self.api.put_object({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})

@@ -26,16 +26,24 @@ def clean_env(**extra):
     return env
 
 
-def simulated_gpu_node(directory, profile="dgx-a100"):
-    """Lays out a simulated GPU node under `directory` (nvdra-fake-node: fake driver and host root) and
-    returns the agent flags that point at it and at the mock NVML."""
-    mock = os.path.join(BINARY_DIR, "nvml-mock", "libnvidia-ml.so.1")
+MOCK_NVML = os.path.join(BINARY_DIR, "nvml-mock", "libnvidia-ml.so.1")
+
+
+def make_fake_node(directory, env):
+    """Lays out a simulated GPU node's files under `directory` (nvdra-fake-node: fake driver and host
+    root, MIG caps of the mock profile in env's NVDRA_MOCK_PROFILE); returns (driver_root, host_root)."""
     fake = os.path.join(BINARY_DIR, "test", "process", "nvdra-fake-node")
-    out = subprocess.run([fake, directory, mock], env=clean_env(NVDRA_MOCK_PROFILE=profile), check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run([fake, directory, MOCK_NVML], env=env, check=True, capture_output=True, text=True)
     roots = json.loads(out.stdout)
-    return ["--nvml-library", mock, "--nvidia-driver-root", roots["driver_root"],
-            "--container-driver-root", roots["driver_root"], "--host-root", roots["host_root"]]
+    return roots["driver_root"], roots["host_root"]
+
+
+def simulated_gpu_node(directory, profile="dgx-a100"):
+    """Lays out a simulated GPU node under `directory` and returns the agent flags that point at it
+    and at the mock NVML."""
+    driver_root, host_root = make_fake_node(directory, clean_env(NVDRA_MOCK_PROFILE=profile))
+    return ["--nvml-library", MOCK_NVML, "--nvidia-driver-root", driver_root,
+            "--container-driver-root", driver_root, "--host-root", host_root]
 
 
 class NotifySocket:
