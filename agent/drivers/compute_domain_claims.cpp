@@ -27,8 +27,6 @@ using claims::ClaimUpdate;
 namespace {
 
 constexpr std::string_view kDriver = claims::kComputeDomainDriverName;
-// The ComputeDomain CRD as upstream ships it (../shared/reference/upstream-crds/).
-const k8s::ResourceType kComputeDomains{"/apis/resource.nvidia.com/v1beta1", "computedomains", true};
 
 Error for_claim(Error e, const kubelet::ClaimRef& claim) {
   if (e.claim.empty()) e.claim = claim.describe();
@@ -233,7 +231,7 @@ boost::asio::awaitable<Status> ComputeDomainClaimHandler::find_domain(const std:
   // Only the UID is in the opaque config: list the claim's namespace, then (for a precise message)
   // every namespace.
   auto search = [this, &uid](std::string ns) -> boost::asio::awaitable<Result<std::optional<std::string>>> {
-    auto listed = co_await api_->list(kComputeDomains, std::move(ns), k8s::ListOptions{});
+    auto listed = co_await api_->list(k8s::kComputeDomainsV1beta1, std::move(ns), k8s::ListOptions{});
     if (!listed) {
       auto e = listed.error().to_error();
       if (e.code != ErrorCode::kNotFound) e.code = ErrorCode::kUnavailable;
@@ -244,10 +242,10 @@ boost::asio::awaitable<Status> ComputeDomainClaimHandler::find_domain(const std:
     for (const auto& item : listed->items) {
       simdjson::padded_string padded(item);
       auto doc = parser.iterate(padded);
+      simdjson::ondemand::object meta;
       std::string_view found, found_ns;
-      if (doc["metadata"]["uid"].get(found) || found != uid) continue;
-      auto doc2 = parser.iterate(padded);
-      if (doc2["metadata"]["namespace"].get(found_ns)) found_ns = {};
+      if (doc["metadata"].get(meta) || meta["uid"].get(found) || found != uid) continue;
+      if (meta["namespace"].get(found_ns)) found_ns = {};
       co_return std::optional<std::string>(std::string(found_ns));
     }
     co_return std::optional<std::string>();
