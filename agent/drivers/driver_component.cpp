@@ -112,7 +112,7 @@ boost::asio::awaitable<void> DriverComponent::serve() {
   backend_ = make_backend(kind_, ctx_);
   if (auto started = co_await backend_->start(claim_reader); !started)
     throw std::runtime_error("driver " + name() + ": " + started.error().describe());
-  claims_ = std::make_unique<StatusReportingHandler>(name(), backend_->claims(), ctx_.status,
+  claims_ = std::make_unique<StatusReportingHandler>(ctx_.executor, name(), backend_->claims(), ctx_.status,
                                                      [b = backend_.get()] { return b->checkpoint(); });
   claims_->refresh();
 

@@ -1,5 +1,7 @@
 #include "agent/drivers/status_reporting.hpp"
 
+#include <boost/asio/post.hpp>
+
 #include "agent/claims/checkpoint_model.hpp"
 #include "agent/status/agent_status.hpp"
 
@@ -50,10 +52,26 @@ std::vector<sb::ClaimStatus> claim_rows(const std::string& driver, const claims:
   return rows;
 }
 
-StatusReportingHandler::StatusReportingHandler(std::string driver, kubelet::ClaimHandler& inner,
-                                               status::AgentStatus& status,
+StatusReportingHandler::StatusReportingHandler(boost::asio::any_io_executor ex, std::string driver,
+                                               kubelet::ClaimHandler& inner, status::AgentStatus& status,
                                                std::function<const claims::Checkpoint*()> checkpoint)
-    : driver_(std::move(driver)), inner_(inner), status_(status), checkpoint_(std::move(checkpoint)) {}
+    : ex_(std::move(ex)),
+      driver_(std::move(driver)),
+      inner_(inner),
+      status_(status),
+      checkpoint_(std::move(checkpoint)) {}
+
+StatusReportingHandler::~StatusReportingHandler() { *alive_ = false; }
+
+void StatusReportingHandler::schedule_refresh() {
+  if (refresh_pending_) return;
+  refresh_pending_ = true;
+  boost::asio::post(ex_, [this, alive = alive_] {
+    if (!*alive) return;
+    refresh_pending_ = false;
+    refresh();
+  });
+}
 
 void StatusReportingHandler::refresh() {
   if (const auto* cp = checkpoint_()) status_.set_claims(driver_, claim_rows(driver_, *cp));
@@ -63,14 +81,14 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> StatusRepor
     kubelet::ClaimRef claim) {
   auto result = co_await inner_.prepare(claim);
   if (!result) status_.record_error(driver_, "prepare " + claim.describe() + ": " + result.error().describe());
-  refresh();
+  schedule_refresh();
   co_return result;
 }
 
 boost::asio::awaitable<Status> StatusReportingHandler::unprepare(kubelet::ClaimRef claim) {
   auto result = co_await inner_.unprepare(claim);
   if (!result) status_.record_error(driver_, "unprepare " + claim.describe() + ": " + result.error().describe());
-  refresh();
+  schedule_refresh();
   co_return result;
 }
 

@@ -2,7 +2,10 @@
 // The bridge from a driver to AgentStatus: a ClaimHandler decorator that, after each prepare and
 // unprepare, republishes the driver's claims from its checkpoint and records per-claim errors;
 // and the conversions of published devices and checkpoint entries into status rows.
+#include <boost/asio/any_io_executor.hpp>
+
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,13 +25,21 @@ std::vector<systemd_bus::ClaimStatus> claim_rows(const std::string& driver, cons
 class StatusReportingHandler final : public kubelet::ClaimHandler {
  public:
   // `checkpoint` answers the driver's current checkpoint (null: none yet).
-  StatusReportingHandler(std::string driver, kubelet::ClaimHandler& inner, status::AgentStatus& status,
-                         std::function<const claims::Checkpoint*()> checkpoint);
+  StatusReportingHandler(boost::asio::any_io_executor ex, std::string driver, kubelet::ClaimHandler& inner,
+                         status::AgentStatus& status, std::function<const claims::Checkpoint*()> checkpoint);
+  ~StatusReportingHandler() override;
   boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare(kubelet::ClaimRef claim) override;
   boost::asio::awaitable<Status> unprepare(kubelet::ClaimRef claim) override;
   void refresh();  // republish the claims now
 
  private:
+  // After a claim call: one refresh per loop turn, however many calls finished in it (a burst of
+  // 64 prepares rebuilds the claim rows once, not 64 times).
+  void schedule_refresh();
+
+  boost::asio::any_io_executor ex_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  bool refresh_pending_ = false;
   std::string driver_;
   kubelet::ClaimHandler& inner_;
   status::AgentStatus& status_;
