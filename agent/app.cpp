@@ -11,6 +11,7 @@
 #include "agent/base/log.hpp"
 #include "agent/controller/compute_domain_controller.hpp"
 #include "agent/drivers/driver_component.hpp"
+#include "agent/drivers/node_gpus.hpp"
 #include "agent/runtime/readiness.hpp"
 #include "agent/runtime/supervisor.hpp"
 #include "agent/runtime/worker_pool.hpp"
@@ -47,7 +48,8 @@ int App::run() {
   // One system-bus connection for the status service and the IMEX unit watcher. No bus (a pod
   // without the host's bus) is reported once by the connection; the agent works on without it.
   systemd_bus::BusConnection bus(io.get_executor(), systemd_bus::BusEndpoint{});
-  RunContext ctx{io.get_executor(), workers, readiness, *notifier_, options_, status, bus};
+  drivers::NodeGpus gpus(io.get_executor(), workers, options_);
+  RunContext ctx{io.get_executor(), workers, readiness, *notifier_, options_, status, bus, gpus};
   supervisor.on_deadline([&io] { io.stop(); });
 
   // Signals first: from here on SIGTERM means a clean stop, so STATUS=starting may announce it.

@@ -14,6 +14,7 @@ namespace nvdra::config { struct Options; }
 namespace nvdra::systemd { class Notifier; }
 namespace nvdra::systemd_bus { class BusConnection; }
 namespace nvdra::status { class AgentStatus; }
+namespace nvdra::drivers { class NodeGpus; }
 
 namespace nvdra::runtime {
 class Readiness;
@@ -31,6 +32,7 @@ struct RunContext {
   const config::Options& options;
   status::AgentStatus& status;             // what host tooling sees (D-Bus StatusService)
   systemd_bus::BusConnection& system_bus;  // shared: status service and IMEX unit watcher
+  drivers::NodeGpus& gpus;                 // the one NVML session, shared by both drivers
 };
 
 class Component {

@@ -10,6 +10,7 @@
 #include "agent/drivers/compute_domain_claims.hpp"
 #include "agent/drivers/driver_checkpoint.hpp"
 #include "agent/drivers/imex_unit_watcher.hpp"
+#include "agent/drivers/node_gpus.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "agent/status/agent_status.hpp"
 #include "cdi/file_spec_store.hpp"
@@ -17,7 +18,6 @@
 #include "imex/channel_major.hpp"
 #include "imex/unit_policy.hpp"
 #include "nvml/discovery.hpp"
-#include "nvml/gpu_library.hpp"
 
 namespace nvdra::drivers {
 
@@ -81,17 +81,14 @@ boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::
       co_return major.error();
     }
     options.channel_major = *major;
-    nvml::LoadOptions load{o.nvml_library, o.nvidia_driver_root};
-    const std::string sysfs = (std::filesystem::path(o.host_root) / "sys").string();
-    auto clique = co_await ctx_.workers.run([load, sysfs]() -> Clique {
-      auto lib = nvml::open_nvml(load);
-      if (!lib) return {"", lib.error().describe()};
-      auto model = nvml::discover(**lib, nvml::DiscoveryOptions{sysfs});
-      if (!model) return {"", model.error().describe()};
-      auto id = nvml::clique_id(*model);
-      if (!id) return {"", id.error().describe()};
-      return {*id, ""};
-    });
+    Clique clique;
+    if (auto gpus = co_await ctx_.gpus.get(); !gpus) {
+      clique.problem = gpus.error().describe();
+    } else if (auto id = nvml::clique_id((*gpus)->model); !id) {
+      clique.problem = id.error().describe();
+    } else {
+      clique.id = *id;
+    }
     options.clique_id = clique.id;
     options.clique_problem = clique.problem;
     if (!clique.problem.empty())

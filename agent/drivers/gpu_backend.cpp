@@ -12,6 +12,7 @@
 #include "agent/config/options.hpp"
 #include "agent/drivers/api_claim_source.hpp"
 #include "agent/drivers/driver_checkpoint.hpp"
+#include "agent/drivers/node_gpus.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "agent/status/agent_status.hpp"
 #include "cdi/driver_discovery.hpp"
@@ -19,8 +20,6 @@
 #include "cdi/file_spec_store.hpp"
 #include "cdi/naming.hpp"
 #include "cdi/spec_builder.hpp"
-#include "nvml/discovery.hpp"
-#include "nvml/gpu_library.hpp"
 #include "nvml/partitions.hpp"
 #include "nvml/published_devices.hpp"
 
@@ -29,8 +28,7 @@ namespace fs = std::filesystem;
 
 // Everything start() builds; members in dependency order (destroyed in reverse).
 struct GpuBackend::Parts {
-  std::unique_ptr<nvml::GpuLibrary> nvml;
-  nvml::DeviceModel model;
+  std::shared_ptr<DiscoveredGpus> gpus;  // NodeGpus's session: outlives a restart of this driver
   claims::GpuInventory inventory;
   cdi::HostView host;
   std::unique_ptr<cdi::FileSpecStore> specs;
@@ -54,15 +52,8 @@ const char* describe(claims::BootCheck check) {
   return "?";
 }
 
-// The blocking half of start(), on the worker pool: NVML, driver files, the base CDI spec.
+// The blocking half of start(), on the worker pool: driver files, the base CDI spec.
 Status open_parts(GpuBackend::Parts& p, const config::Options& o) {
-  auto lib = nvml::open_nvml(nvml::LoadOptions{o.nvml_library, o.nvidia_driver_root});
-  if (!lib) return lib.error();
-  p.nvml = std::move(*lib);
-  auto model = nvml::discover(*p.nvml, nvml::DiscoveryOptions{(fs::path(o.host_root) / "sys").string()});
-  if (!model) return model.error();
-  p.model = std::move(*model);
-  p.inventory = claims::GpuInventory(p.model, o.gates.enabled(config::gate::kDynamicMIG));
 
   const cdi::DriverRoots roots{o.nvidia_driver_root, o.container_driver_root, o.host_root, o.nvidia_cdi_hook_path};
   auto inventory = cdi::discover_driver(roots);
@@ -87,13 +78,17 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   const auto& o = ctx_.options;
   const std::string data_dir = (fs::path(o.kubelet_plugins_dir) / config::kGpuDriverName).string();
   auto parts = std::make_unique<Parts>();
+  auto gpus = co_await ctx_.gpus.get();
+  if (!gpus) co_return gpus.error();
+  parts->gpus = std::move(*gpus);
+  parts->inventory = claims::GpuInventory(parts->gpus->model, o.gates.enabled(config::gate::kDynamicMIG));
   auto checkpoint = co_await open_driver_checkpoint(ctx_, config::kGpuDriverName, data_dir);
   if (!checkpoint) co_return checkpoint.error();
   parts->store = std::move(checkpoint->store);
   parts->startup = std::move(checkpoint->startup);
   auto opened = co_await ctx_.workers.run([&p = *parts, &o] { return open_parts(p, o); });
   if (!opened) co_return opened;
-  log->info("driver={} gpus={} checkpoint={} claims={} ({})", config::kGpuDriverName, parts->model.gpus.size(),
+  log->info("driver={} gpus={} checkpoint={} claims={} ({})", config::kGpuDriverName, parts->gpus->model.gpus.size(),
             parts->store->location(), parts->startup.checkpoint.claims.size(), describe(parts->startup.check));
 
   auto& p = *parts;
@@ -107,7 +102,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   ho.mps_root = (fs::path(data_dir) / "mps").string();
   ho.host = p.host;
   // DynamicMIG creates and destroys MIG devices through the one NVML session the backend keeps.
-  ho.mig_library = p.nvml.get();
+  ho.mig_library = p.gpus->library.get();
   ho.gates.time_slicing_settings = o.gates.enabled("TimeSlicingSettings");
   ho.gates.mps_support = o.gates.enabled("MPSSupport");
   ho.gates.passthrough_support = o.gates.enabled("PassthroughSupport");
@@ -138,7 +133,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
 kubelet::ClaimHandler& GpuBackend::claims() { return *parts_->handler; }
 
 boost::asio::awaitable<Result<DriverResources>> GpuBackend::resources() {
-  co_return nvml::published_gpu_resources(parts_->model, ctx_.options.gates.enabled(config::gate::kDynamicMIG));
+  co_return nvml::published_gpu_resources(parts_->gpus->model, ctx_.options.gates.enabled(config::gate::kDynamicMIG));
 }
 
 const claims::Checkpoint* GpuBackend::checkpoint() const {

@@ -1,0 +1,45 @@
+#pragma once
+// NodeGpus — the agent's one NVML session and the device model discovered through it, shared by
+// both drivers: gpu.nvidia.com publishes and prepares from it (DynamicMIG creates MIG devices
+// through the library, so it stays open for the agent's lifetime), compute-domain.nvidia.com reads
+// the node's NVLink clique from it. NVML is opened and the node discovered once, on the worker
+// pool; callers that ask while that runs wait for the same answer. A failure is not kept: the next
+// caller (a driver restarted by the Supervisor) tries again. io_context thread only.
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <memory>
+#include <vector>
+
+#include "agent/base/result.hpp"
+#include "nvml/device_model.hpp"
+#include "nvml/gpu_library.hpp"
+
+namespace nvdra::config { struct Options; }
+namespace nvdra::runtime { class WorkerPool; }
+
+namespace nvdra::drivers {
+
+struct DiscoveredGpus {
+  std::unique_ptr<nvml::GpuLibrary> library;
+  nvml::DeviceModel model;  // as discovered at start
+};
+
+class NodeGpus {
+ public:
+  NodeGpus(boost::asio::any_io_executor ex, runtime::WorkerPool& workers, const config::Options& options);
+  ~NodeGpus();
+  boost::asio::awaitable<Result<std::shared_ptr<DiscoveredGpus>>> get();
+
+ private:
+  boost::asio::any_io_executor ex_;
+  runtime::WorkerPool& workers_;
+  const config::Options& options_;
+  std::shared_ptr<DiscoveredGpus> discovered_;
+  bool opening_ = false;
+  std::vector<std::shared_ptr<boost::asio::steady_timer>> waiters_;  // woken when an attempt ends
+};
+
+}  // namespace nvdra::drivers
