@@ -2,6 +2,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/multiple_exceptions.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
@@ -63,25 +64,17 @@ void LeaseElector::failed(const std::string& what, const ApiError& err) {
 }
 
 awaitable<void> LeaseElector::run() {
+  ChangeSignal changed(ex_);
+  ReflectorOptions ro;
+  ro.ns = options_.ns;
+  ro.field_selector = "metadata.name=" + options_.name;
+  Reflector watcher(ex_, api_, kLeasesV1, ro, &changed);
   try {
-    for (;;) {
-      const bool held = co_await try_acquire_or_renew();
-      const auto now = std::chrono::steady_clock::now();
-      if (held) {
-        if (leader_) ++stats_.renewals;
-        last_renew_ = now;
-        set_leader(true);
-      } else if (leader_ && ((!observed_.holder.empty() && observed_.holder != options_.identity) ||
-                             now - last_renew_ >= options_.renew_deadline)) {
-        set_leader(false);
-      }
-      auto delay = options_.retry_period;
-      if (!leader_) {
-        // Followers retry with jitter (client-go: JitterFactor 1.2) so that peers do not collide.
-        std::uniform_int_distribution<long long> jitter(0, delay.count() / 5);
-        delay += std::chrono::milliseconds(jitter(rng_));
-      }
-      co_await sleep(delay);
+    try {
+      using namespace asio::experimental::awaitable_operators;
+      co_await (watcher.run() || elect(watcher, changed));
+    } catch (const asio::multiple_exceptions& both) {
+      std::rethrow_exception(both.first_exception());  // both ended by the cancellation
     }
   } catch (const boost::system::system_error& e) {
     if (e.code() != asio::error::operation_aborted || !leader_) throw;
@@ -96,6 +89,57 @@ awaitable<void> LeaseElector::run() {
   }
   set_leader(false);
   throw boost::system::system_error(asio::error::operation_aborted);
+}
+
+void LeaseElector::observe(const Reflector& watcher) {
+  const auto& objects = watcher.objects();
+  auto it = objects.find(options_.ns + "/" + options_.name);
+  if (it == objects.end()) return;
+  auto stored = decode_lease(it->second.json);
+  if (!stored || stored->record == observed_) return;
+  observed_ = stored->record;
+  observed_at_ = std::chrono::steady_clock::now();
+}
+
+awaitable<void> LeaseElector::elect(Reflector& watcher, ChangeSignal& changed) {
+  auto last_attempt = std::chrono::steady_clock::time_point{};
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!leader_ && watcher.synced()) {
+      observe(watcher);
+      // Wait for the holder's lease to run out by our clock, or for a release, or for a change.
+      const bool present = watcher.objects().count(options_.ns + "/" + options_.name) != 0;
+      const bool live_peer = present && !observed_.holder.empty() && observed_.holder != options_.identity;
+      auto due = live_peer ? observed_at_ + std::chrono::seconds(observed_.lease_duration_seconds) : now;
+      // After a lost race, give the watch a retry period to show the winner before trying again.
+      due = std::max(due, last_attempt + options_.retry_period);
+      if (due > now) {
+        co_await changed.wait(due - now);
+        continue;
+      }
+    }
+    last_attempt = now;
+    const bool held = co_await try_acquire_or_renew();
+    const auto after = std::chrono::steady_clock::now();
+    if (held) {
+      if (leader_) ++stats_.renewals;
+      last_renew_ = after;
+      set_leader(true);
+    } else if (leader_ && ((!observed_.holder.empty() && observed_.holder != options_.identity) ||
+                           after - last_renew_ >= options_.renew_deadline)) {
+      set_leader(false);
+    }
+    if (leader_ || !watcher.synced()) {
+      // The leader renews every retry period; without a synced watch a follower polls as client-go
+      // does, with jitter (client-go: JitterFactor 1.2) so that peers do not collide.
+      auto delay = options_.retry_period;
+      if (!leader_) {
+        std::uniform_int_distribution<long long> jitter(0, delay.count() / 5);
+        delay += std::chrono::milliseconds(jitter(rng_));
+      }
+      co_await sleep(delay);
+    }
+  }
 }
 
 awaitable<bool> LeaseElector::try_acquire_or_renew() {

@@ -5,6 +5,11 @@
 //    has not renewed for leaseDurationSeconds. Expiry is judged by this process's own clock from
 //    the moment it last saw the record change (not by the renewTime text), so clock skew between
 //    hosts does not matter;
+//  * followers watch the Lease (one watch, field selector on its name) instead of polling it as
+//    client-go does: each renewal is seen as it happens, so the local expiry is within a watch
+//    delivery of the holder's, and the follower wakes exactly then. A killed leader is replaced one
+//    lease duration after its last renewal (client-go: up to two retry periods later), and idle
+//    followers cost the API server one watch each instead of a GET every retry period;
 //  * renew: every retry_period the leader writes renewTime; a write that loses a race gets 409
 //    (the update is conditional on resourceVersion) and counts as a failed round;
 //  * lost: another holder is seen, or no renewal succeeded for renew_deadline;
@@ -24,7 +29,9 @@
 #include <string>
 
 #include "k8s/api_server.hpp"
+#include "k8s/change_signal.hpp"
 #include "k8s/lease_codec.hpp"
+#include "k8s/reflector.hpp"
 
 namespace nvdra::k8s {
 
@@ -68,6 +75,8 @@ class LeaseElector {
   const LeaseElectorOptions& options() const { return options_; }
 
  private:
+  boost::asio::awaitable<void> elect(Reflector& watcher, ChangeSignal& changed);
+  void observe(const Reflector& watcher);
   boost::asio::awaitable<bool> try_acquire_or_renew();
   boost::asio::awaitable<void> release();
   boost::asio::awaitable<void> sleep(std::chrono::milliseconds d);

@@ -33,7 +33,7 @@ AGENT_RULES = {
     ("resource.k8s.io", "resourceclaims"): ["get", "list", "watch"],
     ("", "nodes"): ["get"],
 }
-LEASE_RULES = {("coordination.k8s.io", "leases"): ["get", "create", "update"]}
+LEASE_RULES = {("coordination.k8s.io", "leases"): ["get", "list", "watch", "create", "update"]}
 CONTROLLER_RULES = {
     ("resource.nvidia.com", "computedomains"): ["get", "list", "watch", "update"],
     ("resource.nvidia.com", "computedomains/status"): ["update"],
