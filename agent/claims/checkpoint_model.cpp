@@ -1,9 +1,10 @@
 #include "agent/claims/checkpoint_model.hpp"
 
+#include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
-#include <charconv>
+#include <array>
 
 namespace nvdra::claims {
 namespace {
@@ -16,8 +17,8 @@ Error corrupt(const std::string& path, const std::string& why) {
 
 // Go struct field order of upstream's PreparedClaim (v2): checkpointState, status,
 // preparedDevices, name, namespace, abortedAt; all but status omit-empty.
-json::object encode_claim_v2(const CheckpointedClaim& c) {
-  json::object o;
+json::object encode_claim_v2(const CheckpointedClaim& c, const json::storage_ptr& sp) {
+  json::object o(sp);
   o["checkpointState"] = to_string(c.state);
   o["status"] = c.status;
   if (!c.prepared_devices.empty()) o["preparedDevices"] = c.prepared_devices;
@@ -27,25 +28,25 @@ json::object encode_claim_v2(const CheckpointedClaim& c) {
   return o;
 }
 
-json::object encode_v1(const Checkpoint& cp) {
-  json::object claims;
+json::object encode_v1(const Checkpoint& cp, const json::storage_ptr& sp) {
+  json::object claims(sp);
   for (const auto& [uid, c] : cp.claims) {
     if (c.state != ClaimState::kPrepareCompleted) continue;  // v1 knows only completed claims
-    json::object o;
+    json::object o(sp);
     o["status"] = c.status;
     if (!c.prepared_devices.empty()) o["preparedDevices"] = c.prepared_devices;
     claims[uid] = std::move(o);
   }
-  json::object v1;
+  json::object v1(sp);
   if (!claims.empty()) v1["preparedClaims"] = std::move(claims);
   return v1;
 }
 
-json::object encode_v2(const Checkpoint& cp) {
-  json::object v2;
+json::object encode_v2(const Checkpoint& cp, const json::storage_ptr& sp) {
+  json::object v2(sp);
   v2["checksum"] = 0;
-  json::object claims;
-  for (const auto& [uid, c] : cp.claims) claims[uid] = encode_claim_v2(c);
+  json::object claims(sp);
+  for (const auto& [uid, c] : cp.claims) claims[uid] = encode_claim_v2(c, sp);
   if (!claims.empty()) v2["preparedClaims"] = std::move(claims);
   if (!cp.node_boot_id.empty()) v2["nodeBootID"] = cp.node_boot_id;
   return v2;
@@ -117,6 +118,25 @@ std::string_view to_string(ClaimState state) {
 }
 
 uint32_t go_checksum(std::string_view bytes) {
+  // go-spew's "%#v" of a []byte: "([]uint8)[" then each byte in decimal, space-separated, then
+  // "]". The decimal forms come from a table: this runs over the whole file on every save.
+  struct Decimal {
+    char text[4];
+    uint8_t size;
+  };
+  static constexpr auto kDecimal = [] {
+    std::array<Decimal, 256> t{};
+    for (unsigned b = 0; b < 256; ++b) {
+      auto& d = t[b];
+      // A leading space: every byte but the first is preceded by one (the first skips it).
+      d.text[0] = ' ';
+      if (b >= 100) d.text[++d.size] = static_cast<char>('0' + b / 100);
+      if (b >= 10) d.text[++d.size] = static_cast<char>('0' + b / 10 % 10);
+      d.text[++d.size] = static_cast<char>('0' + b % 10);
+      ++d.size;
+    }
+    return t;
+  }();
   uint32_t h = 2166136261u;
   auto feed = [&h](char c) {
     h ^= static_cast<uint8_t>(c);
@@ -124,42 +144,58 @@ uint32_t go_checksum(std::string_view bytes) {
   };
   for (char c : std::string_view("([]uint8)[")) feed(c);
   for (std::size_t i = 0; i < bytes.size(); ++i) {
-    if (i) feed(' ');
-    char digits[4];
-    auto r = std::to_chars(digits, digits + sizeof digits, static_cast<unsigned>(static_cast<uint8_t>(bytes[i])));
-    for (char* p = digits; p != r.ptr; ++p) feed(*p);
+    const auto& d = kDecimal[static_cast<uint8_t>(bytes[i])];
+    for (uint8_t k = i ? 0 : 1; k < d.size; ++k) feed(d.text[k]);
   }
   feed(']');
   return h;
 }
 
 std::string go_json(const json::value& value) {
-  const std::string plain = json::serialize(value);
+  std::string plain = json::serialize(value);
+  // Go escapes <, > and & (and U+2028/9, which start with 0xE2); most files have none of them.
+  // These bytes can only occur inside strings, so a byte-level rewrite cannot touch structure.
+  // (Not find_first_of: libstdc++ calls memchr once per byte for it.)
+  auto special_from = [&plain](std::size_t at) {
+    for (; at < plain.size(); ++at) {
+      const char c = plain[at];
+      if (c == '<' || c == '>' || c == '&' || c == '\xE2') return at;
+    }
+    return std::string::npos;
+  };
+  std::size_t i = special_from(0);
+  if (i == std::string::npos) return plain;
   std::string out;
   out.reserve(plain.size() + plain.size() / 16);
-  // These bytes can only occur inside strings, so a byte-level rewrite cannot touch structure.
-  for (std::size_t i = 0; i < plain.size(); ++i) {
+  std::size_t from = 0;
+  for (; i != std::string::npos; i = special_from(i)) {
     const char c = plain[i];
-    if (c == '<') out += "\\u003c";
-    else if (c == '>') out += "\\u003e";
-    else if (c == '&') out += "\\u0026";
-    else if (c == '\xE2' && i + 2 < plain.size() && plain[i + 1] == '\x80' && (plain[i + 2] == '\xA8' || plain[i + 2] == '\xA9')) {
-      out += plain[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
-      i += 2;
-    } else {
-      out += c;
+    const char* escaped = c == '<' ? "\\u003c" : c == '>' ? "\\u003e" : c == '&' ? "\\u0026" : nullptr;
+    std::size_t width = 1;
+    if (!escaped && i + 2 < plain.size() && plain[i + 1] == '\x80' &&
+        (plain[i + 2] == '\xA8' || plain[i + 2] == '\xA9')) {
+      escaped = plain[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
+      width = 3;
     }
+    if (escaped) {
+      out.append(plain, from, i - from).append(escaped);
+      from = i + width;
+    }
+    i += width;
   }
+  out.append(plain, from, std::string::npos);
   return out;
 }
 
 std::string encode_checkpoint(const Checkpoint& checkpoint) {
-  json::value v1 = encode_v1(checkpoint);
-  json::object v2 = encode_v2(checkpoint);
+  // Every value below is temporary: one arena for all of them instead of a malloc per node.
+  json::storage_ptr arena = json::make_shared_resource<json::monotonic_resource>();
+  json::object v2 = encode_v2(checkpoint, arena);
   v2["checksum"] = go_checksum(go_json(v2));
-  json::object top;
-  top["checksum"] = top_checksum(v1);
-  top["v1"] = std::move(v1);
+  json::object top(arena);
+  top["checksum"] = 0;
+  top["v1"] = encode_v1(checkpoint, arena);
+  top["checksum"] = go_checksum(go_json(top));  // {"checksum":0,"v1":…}: v1 predates v2
   top["v2"] = std::move(v2);
   return go_json(top);
 }

@@ -6,7 +6,9 @@
 // Contract: load() and save() block (file I/O, fsync) — call them on the worker pool, never on
 // the io_context; CheckpointCommitter does that and batches saves. They are not re-entrant: one
 // call at a time per store (the committer guarantees it). save() returns only once the new
-// content is durable; on error the previous content is intact. A corrupt file is never silently
+// content is durable: whole on disk and what every later load() reads, also after kill -9 (what a
+// power loss keeps is explained in checkpoint_file_store.hpp); on error the previous content is
+// intact. A corrupt file is never silently
 // dropped: load() fails naming the file, and a copy of the bad bytes is kept aside.
 #include <cstdint>
 #include <optional>
@@ -19,7 +21,7 @@ namespace nvdra::claims {
 
 struct CheckpointStats {
   uint64_t saves = 0;   // successful save() calls
-  uint64_t fsyncs = 0;  // fsync calls made (file and directory)
+  uint64_t fsyncs = 0;  // fsync calls made
 };
 
 struct LoadedCheckpoint {
