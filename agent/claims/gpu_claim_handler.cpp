@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "agent/base/log.hpp"
+#include "agent/base/step_clock.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "cdi/naming.hpp"
 #include "cdi/spec_builder.hpp"
@@ -123,7 +125,9 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
 
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHandler::prepare_new(
     kubelet::ClaimRef claim) {
+  StepClock clock;
   auto allocation = co_await source_.get(claim);
+  clock.step("lookup");
   if (!allocation) co_return for_claim(allocation.error(), claim);
   if (allocation->uid != claim.uid)
     co_return claim_error(ErrorCode::kFailedPrecondition,
@@ -136,6 +140,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
   CheckpointedClaim entry{ClaimState::kPrepareStarted, encode_claim_status(*allocation), {}, claim.name,
                           claim.namespace_name, {}};
   if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return for_claim(st.error(), claim);
+  clock.step("started");
 
   // Side effects. On failure the claim is rolled back at once, so the node keeps no half-prepared
   // claim; if the rollback fails too, the PrepareStarted entry keeps it findable (the results name
@@ -206,6 +211,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
       }
     return {};
   });
+  clock.step("devices");
   if (!side) {
     std::vector<UndoGroup> undo;
     for (const auto& g : *groups) undo.push_back(undo_of(g, claim.uid, created));
@@ -216,6 +222,8 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
   entry.state = ClaimState::kPrepareCompleted;
   entry.prepared_devices = encode_prepared_groups(prepared);
   if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return for_claim(st.error(), claim);
+  clock.step("completed");
+  nvdra::logger("claims")->debug("claim {}/{} prepared in {}", claim.namespace_name, claim.name, clock.describe());
   co_return to_prepared_devices(prepared);
 }
 
