@@ -268,6 +268,15 @@ const std::vector<OptionSpec>& option_table() {
            else return bad(v, "allowed: warn, enforce, off");
            return std::nullopt;
          }});
+    add({"mps-manager", {}, {"NVDRA_MPS_MANAGER"},
+         "Who runs MPS control daemons: auto, systemd (transient units) or process (children of the agent)",
+         false, false, false, [](Options& o, const std::string& v) -> Problem {
+           if (v == "auto") o.mps_manager = MpsManager::kAuto;
+           else if (v == "systemd") o.mps_manager = MpsManager::kSystemd;
+           else if (v == "process") o.mps_manager = MpsManager::kProcess;
+           else return bad(v, "allowed: auto, systemd, process");
+           return std::nullopt;
+         }});
     add({"controller", {}, {"NVDRA_CONTROLLER"}, "Run the Lease-elected ComputeDomain controller role", true, false,
          false, bool_field(&Options::controller)});
     add({"log-format", {"--logging-format"}, {"NVDRA_LOG_FORMAT", "LOGGING_FORMAT"}, "text or json", false, false,

@@ -22,6 +22,8 @@ const char* driver_name(DriverKind kind);
 
 enum class ImexCheck { kWarn, kEnforce, kOff };
 enum class ImexMode { kDriverManaged, kHostManaged };
+// Who runs MPS control daemons: auto picks systemd on a systemd host outside a container.
+enum class MpsManager { kAuto, kSystemd, kProcess };
 
 struct Options {
   // Upstream kubelet-plugin flags.
@@ -57,6 +59,7 @@ struct Options {
   std::string imex_unit = "nvidia-imex.service";
   ImexCheck imex_check = ImexCheck::kWarn;
   bool controller = true;
+  MpsManager mps_manager = MpsManager::kAuto;
   // ResourceClaim GETs on kubelet's prepare path: their own client and limits (upstream shares
   // --kube-api-qps 5 with everything, so 64 claims of a node's pods took 13 s just to be read).
   double claim_read_qps = 50;

@@ -9,6 +9,7 @@
 #include "agent/claims/gpu_claim_handler.hpp"
 #include "agent/claims/gpu_inventory.hpp"
 #include "agent/claims/helper_program_mps.hpp"
+#include "agent/claims/mps_manager.hpp"
 #include "agent/config/options.hpp"
 #include "agent/drivers/api_claim_source.hpp"
 #include "agent/drivers/driver_checkpoint.hpp"
@@ -36,7 +37,8 @@ struct GpuBackend::Parts {
   claims::StartupCheckpoint startup;
   std::unique_ptr<claims::CheckpointCommitter> committer;
   std::unique_ptr<ApiClaimSource> source;
-  std::unique_ptr<claims::ProcessMpsControl> mps;
+  std::unique_ptr<claims::MpsControl> mps;
+  std::string mps_why;  // which MpsControl and why, logged once the driver is up
   std::unique_ptr<claims::GpuClaimHandler> handler;
 };
 
@@ -52,8 +54,21 @@ const char* describe(claims::BootCheck check) {
   return "?";
 }
 
-// The blocking half of start(), on the worker pool: driver files, the base CDI spec.
+// --mps-manager; auto looks at the host (a stat or two: on the worker pool).
+claims::MpsManagerChoice choose_mps_manager(config::MpsManager wanted) {
+  switch (wanted) {
+    case config::MpsManager::kSystemd: return {claims::MpsManagerKind::kSystemd, "--mps-manager=systemd"};
+    case config::MpsManager::kProcess: return {claims::MpsManagerKind::kProcess, "--mps-manager=process"};
+    case config::MpsManager::kAuto: break;
+  }
+  return claims::auto_mps_manager(claims::probe_host());
+}
+
+// The blocking half of start(), on the worker pool: driver files, the base CDI spec, the MPS manager.
 Status open_parts(GpuBackend::Parts& p, const config::Options& o) {
+  const auto mps = choose_mps_manager(o.mps_manager);
+  p.mps = claims::make_mps_control(mps.kind, o.nvidia_driver_root);
+  p.mps_why = std::string(claims::to_string(mps.kind)) + " (" + mps.why + ")";
 
   const cdi::DriverRoots roots{o.nvidia_driver_root, o.container_driver_root, o.host_root, o.nvidia_cdi_hook_path};
   auto inventory = cdi::discover_driver(roots);
@@ -90,12 +105,12 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   if (!opened) co_return opened;
   log->info("driver={} gpus={} checkpoint={} claims={} ({})", config::kGpuDriverName, parts->gpus->model.gpus.size(),
             parts->store->location(), parts->startup.checkpoint.claims.size(), describe(parts->startup.check));
+  log->info("mps manager={}", parts->mps_why);
 
   auto& p = *parts;
   p.committer = std::make_unique<claims::CheckpointCommitter>(ctx_.executor, ctx_.workers, *p.store,
                                                               p.startup.checkpoint);
   p.source = std::make_unique<ApiClaimSource>(api, config::kGpuDriverName);
-  p.mps = std::make_unique<claims::ProcessMpsControl>(o.nvidia_driver_root);
   claims::GpuClaimHandlerOptions ho;
   ho.node_name = o.node_name;
   ho.driver_root = o.nvidia_driver_root;

@@ -124,6 +124,10 @@ class SimulatedNode:
             "--host-root", self.host_root]
         if self.gates:
             args += ["--feature-gates", self.gates]
+        # MPS daemons as the agent's children unless a test asks for systemd (and brings its own
+        # bus): --mps-manager=auto would reach the host's systemd on a developer's machine.
+        if not any(a.startswith("--mps-manager") for a in self.extra_args):
+            args += ["--mps-manager=process"]
         return args + self.extra_args
 
     def start(self, timeout=60, wait_ready=True):
