@@ -3,7 +3,10 @@
 
 Runs the real agent on a simulated dgx-a100 (mock NVML, fake driver root, API-server double,
 kubelet double over the real sockets, real files and fsync in a temp dir on this machine's disk)
-and prints:
+and prints the figures below. Latencies are timed by a compiled gRPC client
+(bench/kubelet/claim_client.cpp), as kubelet's is; the kubelet double registers the plugin and
+drives the fsync and RSS phases. The CDI root is on tmpfs (/dev/shm) as /var/run/cdi is on a
+host, unless --cdi-on-disk; the checkpoint is on this machine's disk either way.
   start-to-READY, prepare p50/p99 for one claim at a time and for 64 concurrent claims,
   unprepare p50/p99, fsyncs per claim (strace, in a separate phase so it does not skew latency),
   idle RSS, and RSS drift over N prepare/unprepare cycles.
@@ -18,6 +21,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -70,12 +74,17 @@ def main():
     ap.add_argument("--batches", type=int, default=10, help="rounds of 64 concurrent prepares")
     ap.add_argument("--json")
     ap.add_argument("--agent-arg", action="append", default=[], help="extra agent flag (repeatable)")
+    ap.add_argument("--cdi-on-disk", action="store_true", help="CDI root beside the checkpoint, not on tmpfs")
     args = ap.parse_args()
+    cdi_tmpfs = None
+    if not args.cdi_on_disk:
+        cdi_tmpfs = tempfile.mkdtemp(prefix="nvdra-bench-cdi-", dir="/dev/shm")
+        args.agent_arg += ["--cdi-root", cdi_tmpfs]
     os.environ["NVDRA_BINARY_DIR"] = os.path.abspath(args.build_dir)
     from gpu_node import SimulatedNode
 
     node = SimulatedNode(profile=args.profile, node="bench-node", args=args.agent_arg, api_process=True)
-    report = {"profile": args.profile, "machine": os.uname().nodename, "nproc": os.cpu_count()}
+    report = {"profile": args.profile, "cdi_root": "tmpfs" if cdi_tmpfs else "disk", "machine": os.uname().nodename, "nproc": os.cpu_count()}
     try:
         starts = []
         for _ in range(5):
@@ -90,34 +99,28 @@ def main():
 
         claims = [node.allocate(f"c{i}", [("gpu", gpus[i % len(gpus)])]) for i in range(64)]
         plugin = node.gpu()
-        plugin.prepare([claims[0]]), plugin.unprepare([claims[0]])  # warm the channel and the API client
+        claims_file = os.path.join(node.root, "bench-claims.json")
+        with open(claims_file, "w") as f:
+            json.dump([{"uid": c.uid, "namespace": c.namespace, "name": c.name} for c in claims], f)
 
-        prep, unprep = [], []
-        for i in range(args.single):
-            c = claims[i % 64]
-            t, answer = timed(lambda: plugin.prepare([c]))
-            assert answer[c.uid]["error"] == "", answer
-            prep.append(t)
-            t, _ = timed(lambda: plugin.unprepare([c]))
-            unprep.append(t)
+        def client(mode, n):
+            """The latency phases, timed by the compiled client (bench/kubelet/claim_client.cpp)."""
+            out = subprocess.run([os.path.join(args.build_dir, "bench", "kubelet", "kubelet_claim_client"),
+                                  "--socket", plugin.endpoint, "--claims", claims_file, mode, str(n)],
+                                 check=True, capture_output=True, text=True)
+            return json.loads(out.stdout)
+
+        one = client("sequential", args.single)
+        prep, unprep = [u / 1e6 for u in one["prepare_us"]], [u / 1e6 for u in one["unprepare_us"]]
         report["prepare_one_ms"] = {"p50": ms(pct(prep, 50)), "p99": ms(pct(prep, 99)), "n": len(prep)}
         report["unprepare_one_ms"] = {"p50": ms(pct(unprep, 50)), "p99": ms(pct(unprep, 99)), "n": len(unprep)}
 
-        per_claim, batch_wall = [], []
-        for _ in range(args.batches):
-            t0 = time.perf_counter()
-            futures = [(c, plugin.prepare_future([c]), time.perf_counter()) for c in claims]
-            done = []
-            for c, f, started in futures:
-                reply = f.result()
-                assert reply.claims[c.uid].error == "", reply.claims[c.uid].error
-                done.append(time.perf_counter() - started)
-            batch_wall.append(time.perf_counter() - t0)
-            per_claim += done
-            plugin.unprepare(claims)
+        many = client("concurrent", args.batches)
+        per_claim, batch_wall = [u / 1e6 for u in many["prepare_us"]], [u / 1e6 for u in many["round_us"]]
         report["prepare_64_concurrent_ms"] = {"p50": ms(pct(per_claim, 50)), "p99": ms(pct(per_claim, 99)),
                                               "batch_walls": [ms(b) for b in batch_wall],
                                               "batch_wall_p50": ms(statistics.median(batch_wall))}
+        report["ratio_64_concurrent_p99_to_one_p99"] = round(pct(per_claim, 99) / pct(prep, 99), 2)
 
         def one_batch():
             fs = [plugin.prepare_future([c]) for c in claims]
@@ -141,6 +144,8 @@ def main():
         node.stop()
     finally:
         node.cleanup()
+        if cdi_tmpfs:
+            shutil.rmtree(cdi_tmpfs, ignore_errors=True)
     print(json.dumps(report, indent=2))
     if args.json:
         with open(args.json, "w") as f:
