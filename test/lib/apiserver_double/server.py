@@ -89,7 +89,12 @@ class ApiServerDouble:
         class Handler(ApiHandler):
             server_double = double
 
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        class Server(ThreadingHTTPServer):
+            # socketserver's default listen backlog is 5: a client opening its connection pool at
+            # once (the agent opens up to 8) lost SYNs and waited a 1 s TCP retransmit.
+            request_queue_size = 128
+
+        self.httpd = Server((host, port), Handler)
         self.httpd.daemon_threads = True
         # Clients that give up mid-handshake (cancelled, shut down) are normal here: no traceback.
         self.httpd.handle_error = lambda request, address: None
