@@ -9,7 +9,8 @@ drives the fsync and RSS phases. The CDI root is on tmpfs (/dev/shm) as /var/run
 host, unless --cdi-on-disk; the checkpoint is on this machine's disk either way.
   start-to-READY, prepare p50/p99 for one claim at a time and for 64 concurrent claims,
   unprepare p50/p99, fsyncs per claim (strace, in a separate phase so it does not skew latency),
-  idle RSS, and RSS drift over N prepare/unprepare cycles.
+  idle RSS (and the RSS of a bare grpc++ server with OpenSSL, the floor under it), and RSS drift
+  over N prepare/unprepare cycles.
 
     bench/scenario/gpu_claims.py [--build-dir build] [--cycles 1000] [--json out.json]
 """
@@ -65,6 +66,20 @@ def fsyncs_during(pid, fn):
     return total, result
 
 
+def grpc_floor_rss_kb(build_dir, root):
+    """RSS of kubelet_grpc_floor: a bare grpc++ server plus OpenSSL, linked as the agent is."""
+    proc = subprocess.Popen([os.path.join(build_dir, "bench", "kubelet", "kubelet_grpc_floor"),
+                             os.path.join(root, "floor.sock")], stdout=subprocess.PIPE, text=True)
+    try:
+        proc.stdout.readline()  # "ready"
+        time.sleep(1.0)  # as long as the agent is left idle
+        with open(f"/proc/{proc.pid}/status") as f:
+            return int(next(line for line in f if line.startswith("VmRSS:")).split()[1])
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build-dir", default=os.path.join(TOP, "build"))
@@ -95,6 +110,7 @@ def main():
         node.start()
         time.sleep(1.0)
         report["idle_rss_kb"] = node.rss_kb()
+        report["idle_rss_floor_kb"] = grpc_floor_rss_kb(args.build_dir, node.root)
         gpus = sorted(n for n in node.published() if "-mig-" not in n)
 
         claims = [node.allocate(f"c{i}", [("gpu", gpus[i % len(gpus)])]) for i in range(64)]
