@@ -3,6 +3,7 @@
 // (the API server). Its RSS is the floor under the agent's idle RSS with the design card's
 // libraries, linked as the agent links them; bench/scenario/gpu_claims.py reports both.
 //   kubelet_grpc_floor <socket path>   → prints "ready", then serves until SIGTERM
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <openssl/ssl.h>
 #include <signal.h>
