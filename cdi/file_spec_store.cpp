@@ -1,7 +1,9 @@
 #include "cdi/file_spec_store.hpp"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,6 +35,13 @@ Status write_all(int fd, std::string_view data, const std::string& path) {
   return {};
 }
 
+// tmpfs and ramfs keep files in memory only: fsync there is a no-op syscall, so it is skipped.
+bool memory_backed(const std::string& dir) {
+  struct statfs fs {};
+  if (::statfs(dir.c_str(), &fs) != 0) return false;
+  return fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC;
+}
+
 int fsync_retry(int fd) {
   int rc;
   do rc = ::fsync(fd);
@@ -58,7 +67,8 @@ Result<std::unique_ptr<FileSpecStore>> FileSpecStore::open(std::string dir, Opti
     auto name = entry.path().filename().string();
     if (name.starts_with('.') && name.find(kTempMarker) != std::string::npos) fs::remove(entry.path(), ec);
   }
-  return std::unique_ptr<FileSpecStore>(new FileSpecStore(std::move(dir), std::move(options)));
+  const bool in_memory = memory_backed(dir);
+  return std::unique_ptr<FileSpecStore>(new FileSpecStore(std::move(dir), std::move(options), in_memory));
 }
 
 // Phases over the whole batch: write every temp file, fsync them all, rename in order, fsync the
@@ -80,7 +90,7 @@ Status FileSpecStore::apply(std::span<const SpecChange> changes) {
   }
   const size_t writes = std::count_if(staged.begin(), staged.end(), [](const Staged& st) { return bool(st.fd); });
   // One syncfs() flushes every staged file with one device flush; per-file fsync costs one each.
-  const bool one_flush = options_.batch_sync == BatchSync::kSyncfs && writes > 1;
+  const bool one_flush = options_.batch_sync == BatchSync::kSyncfs && writes > 1 && !in_memory_;
   if (one_flush) {
     UniqueFd dir(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir || ::syncfs(dir.get()) != 0) return discard(io_error("cannot syncfs", dir_, errno));
@@ -88,7 +98,8 @@ Status FileSpecStore::apply(std::span<const SpecChange> changes) {
   for (size_t i = 0; i < changes.size(); ++i) {
     auto& st = staged[i];
     if (!st.fd) continue;
-    if (!one_flush && fsync_retry(st.fd.get()) != 0) return discard(io_error("cannot fsync", st.temp_path, errno));
+    if (!one_flush && !in_memory_ && fsync_retry(st.fd.get()) != 0)
+      return discard(io_error("cannot fsync", st.temp_path, errno));
     step(WriteStep::kFileSynced, changes[i].file_name);
     if (::close(st.fd.release()) != 0) return discard(io_error("cannot close", st.temp_path, errno));
   }
@@ -132,9 +143,11 @@ Status FileSpecStore::stage(const SpecChange& c, Staged& out) {
 }
 
 Status FileSpecStore::sync_dir() {
-  UniqueFd fd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd) return io_error("cannot open", dir_, errno);
-  if (fsync_retry(fd.get()) != 0) return io_error("cannot fsync", dir_, errno);
+  if (!in_memory_) {
+    UniqueFd fd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd) return io_error("cannot open", dir_, errno);
+    if (fsync_retry(fd.get()) != 0) return io_error("cannot fsync", dir_, errno);
+  }
   step(WriteStep::kDirSynced, dir_);
   return {};
 }

@@ -41,9 +41,13 @@ class FileSpecStore final : public SpecStore {
   Result<std::vector<std::string>> list() override;
 
   const std::string& dir() const { return dir_; }
+  // The CDI root is on tmpfs or ramfs, as /var/run/cdi is: its files are in memory only, so the
+  // syncs are skipped (the write steps still happen in order, and the hooks still see them).
+  bool in_memory() const { return in_memory_; }
 
  private:
-  FileSpecStore(std::string dir, Options options) : dir_(std::move(dir)), options_(std::move(options)) {}
+  FileSpecStore(std::string dir, Options options, bool in_memory)
+      : dir_(std::move(dir)), options_(std::move(options)), in_memory_(in_memory) {}
   struct Staged {
     std::string temp_path;  // "" once renamed (nothing to clean up)
     UniqueFd fd;
@@ -56,6 +60,7 @@ class FileSpecStore final : public SpecStore {
 
   std::string dir_;
   Options options_;
+  bool in_memory_;  // tmpfs/ramfs (/var/run/cdi on a host): fsync is a no-op there and is skipped
   std::atomic<uint64_t> counter_{0};
 };
 

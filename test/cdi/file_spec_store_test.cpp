@@ -1,6 +1,8 @@
 #include "cdi/file_spec_store.hpp"
 
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 #include <gtest/gtest.h>
 
@@ -105,6 +107,28 @@ TEST(FileSpecStore, ABatchOfClaimsSyncsTheDirectoryOnce) {
   EXPECT_EQ(store->list().value(),
             (std::vector<std::string>{"k8s.gpu.nvidia.com-claim_a.json", "k8s.gpu.nvidia.com-claim_b.json",
                                       "k8s.gpu.nvidia.com-claim_c.json"}));
+}
+
+TEST(FileSpecStore, OnTmpfsAsVarRunCdiIsTheStoreKnowsItsFilesAreInMemoryAndStillWritesAtomically) {
+  struct stat st {};
+  if (::stat("/dev/shm", &st) != 0) GTEST_SKIP() << "no /dev/shm here";
+  char tmpl[] = "/dev/shm/nvdra-cdi-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  {
+    auto store = FileSpecStore::open(dir).value();
+    EXPECT_TRUE(store->in_memory()) << "/dev/shm is a tmpfs";
+    ASSERT_TRUE(store->write(claim("a")).ok());
+    EXPECT_EQ(dir_entries(dir), (std::vector<std::string>{"k8s.gpu.nvidia.com-claim_a.json"})) << "no temp files";
+    auto removal = claim_removal(kGpuVendor, "a");
+    ASSERT_TRUE(store->apply(removal).ok());
+    EXPECT_TRUE(dir_entries(dir).empty());
+  }
+  fs::remove_all(dir);
+  TempDir disk;
+  struct statfs fs_info {};
+  ASSERT_EQ(::statfs(disk.path().c_str(), &fs_info), 0);
+  if (fs_info.f_type != TMPFS_MAGIC) EXPECT_FALSE(FileSpecStore::open(disk.path()).value()->in_memory());
 }
 
 TEST(FileSpecStore, ABadFileNameFailsTheWholeBatchAndAVanishedDirectoryIsAnErrorNamingThePath) {
