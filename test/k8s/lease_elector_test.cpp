@@ -70,6 +70,11 @@ TEST_F(LeaseElectorTest, AcquiresByCreatingTheLeaseThenRenewsIt) {
       EXPECT_EQ(renewed.record.acquire_time, first.record.acquire_time);
       EXPECT_EQ(renewed.record.lease_transitions, 0);
       EXPECT_TRUE(a->leader());
+      // The stored renewal can be read before the elector has its PUT's answer: wait for that too.
+      while (a->stats().renewals == 0) {
+        asio::steady_timer t(io_, std::chrono::milliseconds(10));
+        co_await t.async_wait(asio::use_awaitable);
+      }
     });
   });
   EXPECT_GE(a->stats().renewals, 1u);
