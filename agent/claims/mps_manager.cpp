@@ -15,9 +15,11 @@ HostFacts probe_host() {
   HostFacts facts;
   facts.systemd_booted = sd_booted() > 0;
   // systemd-nspawn, podman and LXC set $container; Docker leaves /.dockerenv, podman and CRI-O
-  // /run/.containerenv.
+  // /run/.containerenv; kubelet gives every pod KUBERNETES_SERVICE_HOST (containerd leaves no mark).
   if (const char* c = std::getenv("container"); c && *c) {
     facts.container = std::string("container=") + c;
+  } else if (const char* k = std::getenv("KUBERNETES_SERVICE_HOST"); k && *k) {
+    facts.container = "a Kubernetes pod (KUBERNETES_SERVICE_HOST is set)";
   } else {
     std::error_code ec;
     for (const char* marker : {"/.dockerenv", "/run/.containerenv"})

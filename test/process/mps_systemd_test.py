@@ -151,6 +151,14 @@ class MpsManagerFlag(unittest.TestCase):
         node.start()
         self.assertIn("mps manager=process (auto: in a container (container=podman))", node.agent_log())
 
+    def test_auto_in_a_kubernetes_pod_chooses_process_although_containerd_leaves_no_mark(self):
+        node = SimulatedNode(profile="dgx-a100", args=["--mps-manager=auto"],
+                             env={"KUBERNETES_SERVICE_HOST": "10.96.0.1"})
+        self.addCleanup(node.cleanup)
+        node.start()
+        self.assertIn("mps manager=process (auto: in a container (a Kubernetes pod (KUBERNETES_SERVICE_HOST is set)))",
+                      node.agent_log())
+
     def test_unknown_value_exits_2_naming_the_flag_and_the_allowed_values(self):
         res = run_agent(["--mps-manager=launchd", "devices"], env=clean_env())
         self.assertEqual(res.returncode, 2, res.stderr)
