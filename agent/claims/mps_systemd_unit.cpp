@@ -8,14 +8,12 @@
 #include <map>
 #include <vector>
 
+#include "agent/systemd_bus/systemd1_names.hpp"
+
 namespace nvdra::claims {
 namespace {
 
-constexpr const char* kSystemd = "org.freedesktop.systemd1";
-constexpr const char* kManagerPath = "/org/freedesktop/systemd1";
-constexpr const char* kManager = "org.freedesktop.systemd1.Manager";
-constexpr const char* kUnitInterface = "org.freedesktop.systemd1.Unit";
-constexpr const char* kNoSuchUnit = "org.freedesktop.systemd1.NoSuchUnit";
+using namespace systemd_bus::systemd1;  // kService, kManagerPath, kManager, kUnit, kNoSuchUnit
 
 uint64_t usec(std::chrono::milliseconds d) { return static_cast<uint64_t>(d.count()) * 1000; }
 
@@ -45,13 +43,13 @@ class Session {
       return make_error(ErrorCode::kUnavailable,
                         "MPS unit " + unit_ + ": cannot connect to the system bus: " + std::strerror(-r));
     sd_bus_set_method_call_timeout(bus_, usec(timeout_));
-    if (int r = sd_bus_match_signal(bus_, &match_, kSystemd, kManagerPath, kManager, "JobRemoved", on_job_removed,
+    if (int r = sd_bus_match_signal(bus_, &match_, kService, kManagerPath, kManager, "JobRemoved", on_job_removed,
                                     this);
         r < 0)
       return failure("matching JobRemoved", r, nullptr);
     // systemd sends job signals only to subscribed clients; closing the connection unsubscribes.
     BusError err;
-    if (int r = sd_bus_call_method(bus_, kSystemd, kManagerPath, kManager, "Subscribe", &err.e, nullptr, ""); r < 0)
+    if (int r = sd_bus_call_method(bus_, kService, kManagerPath, kManager, "Subscribe", &err.e, nullptr, ""); r < 0)
       return failure("Subscribe", r, &err);
     return {};
   }
@@ -60,7 +58,7 @@ class Session {
   Result<std::string> active_state() {
     BusError err;
     sd_bus_message* reply = nullptr;
-    int r = sd_bus_call_method(bus_, kSystemd, kManagerPath, kManager, "GetUnit", &err.e, &reply, "s", unit_.c_str());
+    int r = sd_bus_call_method(bus_, kService, kManagerPath, kManager, "GetUnit", &err.e, &reply, "s", unit_.c_str());
     if (r < 0) return err.is(kNoSuchUnit) ? Result<std::string>(std::string()) : failure("GetUnit", r, &err);
     const char* path = nullptr;
     r = sd_bus_message_read(reply, "o", &path);
@@ -68,7 +66,7 @@ class Session {
     sd_bus_message_unref(reply);
     if (r < 0) return failure("reading GetUnit's answer", r, nullptr);
     char* state = nullptr;
-    r = sd_bus_get_property_string(bus_, kSystemd, unit_path.c_str(), kUnitInterface, "ActiveState", &err.e, &state);
+    r = sd_bus_get_property_string(bus_, kService, unit_path.c_str(), kUnit, "ActiveState", &err.e, &state);
     if (r < 0) return err.is(kNoSuchUnit) ? Result<std::string>(std::string()) : failure("reading ActiveState", r, &err);
     std::string out = state;
     std::free(state);
@@ -212,7 +210,7 @@ Status SystemdMpsControl::start(const MpsDaemon& daemon) {
                                                    ", not active: it can be started once systemd is done with it "
                                                    "(systemctl status " + unit + ")");
   Message call;
-  int r = sd_bus_message_new_method_call(s.bus(), &call.m, kSystemd, kManagerPath, kManager, "StartTransientUnit");
+  int r = sd_bus_message_new_method_call(s.bus(), &call.m, kService, kManagerPath, kManager, "StartTransientUnit");
   if (r >= 0) r = append_start(call.m, unit, *control, daemon, job_timeout_);
   if (r < 0) return s.failure("building StartTransientUnit", r, nullptr);
   auto job = s.call_job(call.m, "StartTransientUnit");
@@ -230,7 +228,7 @@ Status SystemdMpsControl::stop(const MpsDaemon& daemon) {
   Session s(unit, job_timeout_);
   if (auto st = s.open(); !st) return st;
   Message call;
-  int r = sd_bus_message_new_method_call(s.bus(), &call.m, kSystemd, kManagerPath, kManager, "StopUnit");
+  int r = sd_bus_message_new_method_call(s.bus(), &call.m, kService, kManagerPath, kManager, "StopUnit");
   if (r >= 0) r = sd_bus_message_append(call.m, "ss", unit.c_str(), "replace");
   if (r < 0) return s.failure("building StopUnit", r, nullptr);
   auto job = s.call_job(call.m, "StopUnit");

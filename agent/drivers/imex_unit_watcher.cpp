@@ -10,18 +10,16 @@
 
 #include "agent/base/log.hpp"
 #include "agent/systemd_bus/bus_connection.hpp"
+#include "agent/systemd_bus/systemd1_names.hpp"
 
 namespace asio = boost::asio;
 
 namespace nvdra::drivers {
 
 namespace {
-constexpr const char* kSystemd = "org.freedesktop.systemd1";
-constexpr const char* kManagerPath = "/org/freedesktop/systemd1";
-constexpr const char* kManager = "org.freedesktop.systemd1.Manager";
-constexpr const char* kUnitInterface = "org.freedesktop.systemd1.Unit";
+using namespace systemd_bus::systemd1;  // kService, kManagerPath, kManager, kUnit, kNoSuchUnit
 
-bool no_such_unit(const Error& e) { return e.message.find("org.freedesktop.systemd1.NoSuchUnit") != std::string::npos; }
+bool no_such_unit(const Error& e) { return e.message.find(kNoSuchUnit) != std::string::npos; }
 bool no_systemd(const Error& e) {
   return e.message.find("org.freedesktop.DBus.Error.ServiceUnknown") != std::string::npos ||
          e.message.find("org.freedesktop.DBus.Error.NameHasNoOwner") != std::string::npos;
@@ -77,7 +75,7 @@ struct ImexUnitWatcher::State : std::enable_shared_from_this<State> {
   void set_props_match(const std::string& p) {
     if (p == path && attached) return;
     path = p;
-    const std::string rule = "type='signal',sender='" + std::string(kSystemd) + "',path='" + path +
+    const std::string rule = "type='signal',sender='" + std::string(kService) + "',path='" + path +
                              "',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'";
     std::weak_ptr<State> weak = shared_from_this();
     props_match = bus.add_match(rule, [weak](systemd_bus::Message& m) {
@@ -89,7 +87,7 @@ struct ImexUnitWatcher::State : std::enable_shared_from_this<State> {
   void on_properties(systemd_bus::Message& msg) {
     sd_bus_message* m = msg.get();
     const char* iface = nullptr;
-    if (sd_bus_message_read(m, "s", &iface) < 0 || iface == nullptr || std::string(iface) != kUnitInterface) return;
+    if (sd_bus_message_read(m, "s", &iface) < 0 || iface == nullptr || std::string(iface) != kUnit) return;
     imex::UnitState next = view.state;
     bool any = false, bad = false, invalidated = false;
     if (sd_bus_message_enter_container(m, 'a', "{sv}") < 0) return;
@@ -149,7 +147,7 @@ struct ImexUnitWatcher::State : std::enable_shared_from_this<State> {
 
   void problem(const Error& e, bool systemd_absent) {
     if (systemd_absent) {
-      publish(imex::UnitView{view.unit, imex::Reach::kNoSystemd, {}, "systemd (" + std::string(kSystemd) +
+      publish(imex::UnitView{view.unit, imex::Reach::kNoSystemd, {}, "systemd (" + std::string(kService) +
                                                                         ") is not on the " + bus.endpoint().describe()});
       return;
     }
@@ -160,14 +158,14 @@ struct ImexUnitWatcher::State : std::enable_shared_from_this<State> {
 
   asio::awaitable<void> read_once() {
     // Ask systemd for unit signals; it counts subscribers per connection, so repeats are harmless.
-    auto sub = co_await bus.call({kSystemd, kManagerPath, kManager, "Subscribe", {}, std::chrono::seconds(25)});
+    auto sub = co_await bus.call({kService, kManagerPath, kManager, "Subscribe", {}, std::chrono::seconds(25)});
     if (!attached) co_return;
     if (!sub && no_systemd(sub.error())) co_return problem(sub.error(), true);
     const std::string unit = view.unit;
     auto append = [unit](sd_bus_message* m) { return sd_bus_message_append(m, "s", unit.c_str()); };
-    auto got = co_await bus.call({kSystemd, kManagerPath, kManager, "GetUnit", append, std::chrono::seconds(25)});
+    auto got = co_await bus.call({kService, kManagerPath, kManager, "GetUnit", append, std::chrono::seconds(25)});
     if (attached && !got && no_such_unit(got.error()))
-      got = co_await bus.call({kSystemd, kManagerPath, kManager, "LoadUnit", append, std::chrono::seconds(25)});
+      got = co_await bus.call({kService, kManagerPath, kManager, "LoadUnit", append, std::chrono::seconds(25)});
     if (!attached) co_return;
     if (!got) co_return problem(got.error(), no_systemd(got.error()));
     auto unit_path = got->read_string();
@@ -176,7 +174,7 @@ struct ImexUnitWatcher::State : std::enable_shared_from_this<State> {
     imex::UnitState state;
     for (auto [prop, out] : {std::pair{"LoadState", &state.load_state}, std::pair{"ActiveState", &state.active_state},
                              std::pair{"SubState", &state.sub_state}}) {
-      auto value = co_await bus.get_string_property(kSystemd, *unit_path, kUnitInterface, prop);
+      auto value = co_await bus.get_string_property(kService, *unit_path, kUnit, prop);
       if (!attached) co_return;
       if (!value) co_return problem(value.error(), no_systemd(value.error()));
       *out = *value;
@@ -212,7 +210,7 @@ void ImexUnitWatcher::start(asio::any_io_executor executor) {
   s.set_props_match(unit_path(s.view.unit));
   s.owner_match = s.bus.add_match(
       "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',interface='org.freedesktop.DBus',"
-      "member='NameOwnerChanged',arg0='" + std::string(kSystemd) + "'",
+      "member='NameOwnerChanged',arg0='" + std::string(kService) + "'",
       [weak](systemd_bus::Message& m) {
         auto self = weak.lock();
         if (!self || !self->attached) return;

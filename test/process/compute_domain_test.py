@@ -14,21 +14,10 @@ from gpu_node import CD, SimulatedNode
 from nvdra_testlib import BINARY_DIR, SOURCE_DIR
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "test", "systemd"))
-from private_dbus import PrivateDbus, read_line  # noqa: E402
+from private_dbus import SYSTEMD_AND_AGENT as POLICY, PrivateDbus, read_line  # noqa: E402
 
 FAKE_SYSTEMD = os.path.join(BINARY_DIR, "test", "imex", "fake_systemd1")
 UNIT = "nvidia-imex.service"
-POLICY = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <policy context="default">
-    <allow own="org.freedesktop.systemd1"/>
-    <allow own="io.nvdra.Agent1"/>
-    <allow send_destination="org.freedesktop.systemd1"/>
-    <allow send_destination="io.nvdra.Agent1"/>
-  </policy>
-</busconfig>
-"""
 
 
 class FakeSystemd:

@@ -12,20 +12,9 @@ from gpu_node import SimulatedNode, gpu_config
 from nvdra_testlib import BINARY_DIR, SOURCE_DIR, clean_env, run_agent
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "test", "systemd"))
-from private_dbus import PrivateDbus, read_line  # noqa: E402
+from private_dbus import SYSTEMD_AND_AGENT as POLICY, PrivateDbus, read_line  # noqa: E402
 
 FAKE_SYSTEMD = os.path.join(BINARY_DIR, "test", "imex", "fake_systemd1")
-POLICY = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <policy context="default">
-    <allow own="org.freedesktop.systemd1"/>
-    <allow own="io.nvdra.Agent1"/>
-    <allow send_destination="org.freedesktop.systemd1"/>
-    <allow send_destination="io.nvdra.Agent1"/>
-  </policy>
-</busconfig>
-"""
 MPS = {"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 25}}
 
 

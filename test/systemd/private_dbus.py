@@ -30,6 +30,19 @@ SYSTEM_LIKE = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Confi
 </busconfig>
 """
 
+# For tests whose stand-in org.freedesktop.systemd1 (test/imex/fake_systemd1) serves beside the agent.
+SYSTEMD_AND_AGENT = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <policy context="default">
+    <allow own="org.freedesktop.systemd1"/>
+    <allow own="io.nvdra.Agent1"/>
+    <allow send_destination="org.freedesktop.systemd1"/>
+    <allow send_destination="io.nvdra.Agent1"/>
+  </policy>
+</busconfig>
+"""
+
 
 class PrivateDbus:
     def __init__(self, policy_text):
