@@ -22,6 +22,18 @@ void common_attributes(const GpuInfo& g, const SystemInfo& sys, std::map<std::st
   if (g.numa_node) a["resource.kubernetes.io/numaNode"] = *g.numa_node;
 }
 
+// A MIG profile's capacities, the same for an existing MIG device and a DynamicMIG partition.
+void profile_capacity(const MigProfileInfo& p, std::map<std::string, std::string>* out) {
+  auto& c = *out;
+  c["multiprocessors"] = binary_si(p.multiprocessors);
+  c["copyEngines"] = binary_si(p.copy_engines);
+  c["decoders"] = binary_si(p.decoders);
+  c["encoders"] = binary_si(p.encoders);
+  c["jpegEngines"] = binary_si(p.jpeg_engines);
+  c["ofaEngines"] = binary_si(p.ofa_engines);
+  c["memory"] = binary_si(p.memory_mib * 1024 * 1024);
+}
+
 }  // namespace
 
 PublishedDevice published_gpu(const GpuInfo& g, const SystemInfo& sys) {
@@ -43,13 +55,7 @@ PublishedDevice published_mig(const MigDeviceInfo& m, const GpuInfo& parent, con
   d.attributes["profile"] = m.profile.name;
   common_attributes(parent, sys, &d.attributes);
   const MigProfileInfo& p = m.profile;
-  d.capacity["multiprocessors"] = binary_si(p.multiprocessors);
-  d.capacity["copyEngines"] = binary_si(p.copy_engines);
-  d.capacity["decoders"] = binary_si(p.decoders);
-  d.capacity["encoders"] = binary_si(p.encoders);
-  d.capacity["jpegEngines"] = binary_si(p.jpeg_engines);
-  d.capacity["ofaEngines"] = binary_si(p.ofa_engines);
-  d.capacity["memory"] = binary_si(p.memory_mib * 1024 * 1024);
+  profile_capacity(p, &d.capacity);
   for (unsigned i = m.placement.start; i < m.placement.start + m.placement.size; ++i)
     d.capacity["memorySlice" + std::to_string(i)] = "1";
   return d;
@@ -63,13 +69,7 @@ PublishedDevice published_dynamic_mig(const GpuInfo& parent, const MigProfileInf
   d.attributes["parentUUID"] = parent.uuid;
   d.attributes["profile"] = p.name;
   common_attributes(parent, sys, &d.attributes);
-  d.capacity["multiprocessors"] = binary_si(p.multiprocessors);
-  d.capacity["copyEngines"] = binary_si(p.copy_engines);
-  d.capacity["decoders"] = binary_si(p.decoders);
-  d.capacity["encoders"] = binary_si(p.encoders);
-  d.capacity["jpegEngines"] = binary_si(p.jpeg_engines);
-  d.capacity["ofaEngines"] = binary_si(p.ofa_engines);
-  d.capacity["memory"] = binary_si(p.memory_mib * 1024 * 1024);
+  profile_capacity(p, &d.capacity);
   return d;
 }
 
