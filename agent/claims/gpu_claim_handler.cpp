@@ -223,7 +223,9 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
   entry.prepared_devices = encode_prepared_groups(prepared);
   if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return for_claim(st.error(), claim);
   clock.step("completed");
-  nvdra::logger("claims")->debug("claim {}/{} prepared in {}", claim.namespace_name, claim.name, clock.describe());
+  // describe() formats strings: only when the line will be written, not on every prepare.
+  if (auto log = nvdra::logger("claims"); log->should_log(spdlog::level::debug))
+    log->debug("claim {}/{} prepared in {}", claim.namespace_name, claim.name, clock.describe());
   co_return to_prepared_devices(prepared);
 }
 
