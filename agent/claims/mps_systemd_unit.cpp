@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 
+#include "agent/systemd_bus/bus_message.hpp"
 #include "agent/systemd_bus/systemd1_names.hpp"
 
 namespace nvdra::claims {
@@ -107,7 +108,13 @@ class Session {
     }
   }
 
-  sd_bus* bus() { return bus_; }
+  // A new call of one of the manager's methods; the caller appends its arguments.
+  Result<systemd_bus::Message> manager_call(const char* member) {
+    sd_bus_message* m = nullptr;
+    if (int r = sd_bus_message_new_method_call(bus_, &m, kService, kManagerPath, kManager, member); r < 0)
+      return failure(std::string("building ") + member, r, nullptr);
+    return systemd_bus::Message::adopt(m);
+  }
 
   Error failure(const std::string& what, int r, const BusError* err) const {
     std::string why = std::strerror(-r);
@@ -134,14 +141,6 @@ class Session {
   sd_bus* bus_ = nullptr;
   sd_bus_slot* match_ = nullptr;
   std::map<std::string, std::string> finished_;  // job path → result
-};
-
-struct Message {
-  sd_bus_message* m = nullptr;
-  Message() = default;
-  Message(const Message&) = delete;
-  Message& operator=(const Message&) = delete;
-  ~Message() { sd_bus_message_unref(m); }
 };
 
 // StartTransientUnit(s name, s mode, a(sv) properties, a(sa(sv)) aux). Only what the daemon needs:
@@ -209,11 +208,11 @@ Status SystemdMpsControl::start(const MpsDaemon& daemon) {
     return make_error(ErrorCode::kUnavailable, "MPS unit " + unit + " is " + *state +
                                                    ", not active: it can be started once systemd is done with it "
                                                    "(systemctl status " + unit + ")");
-  Message call;
-  int r = sd_bus_message_new_method_call(s.bus(), &call.m, kService, kManagerPath, kManager, "StartTransientUnit");
-  if (r >= 0) r = append_start(call.m, unit, *control, daemon, job_timeout_);
-  if (r < 0) return s.failure("building StartTransientUnit", r, nullptr);
-  auto job = s.call_job(call.m, "StartTransientUnit");
+  auto call = s.manager_call("StartTransientUnit");
+  if (!call) return call.error();
+  if (int r = append_start(call->get(), unit, *control, daemon, job_timeout_); r < 0)
+    return s.failure("building StartTransientUnit", r, nullptr);
+  auto job = s.call_job(call->get(), "StartTransientUnit");
   if (!job) return job.error();
   auto result = s.wait_job(*job, "start");
   if (!result) return result.error();
@@ -227,11 +226,11 @@ Status SystemdMpsControl::stop(const MpsDaemon& daemon) {
   const std::string unit = unit_name(daemon);
   Session s(unit, job_timeout_);
   if (auto st = s.open(); !st) return st;
-  Message call;
-  int r = sd_bus_message_new_method_call(s.bus(), &call.m, kService, kManagerPath, kManager, "StopUnit");
-  if (r >= 0) r = sd_bus_message_append(call.m, "ss", unit.c_str(), "replace");
-  if (r < 0) return s.failure("building StopUnit", r, nullptr);
-  auto job = s.call_job(call.m, "StopUnit");
+  auto call = s.manager_call("StopUnit");
+  if (!call) return call.error();
+  if (int r = sd_bus_message_append(call->get(), "ss", unit.c_str(), "replace"); r < 0)
+    return s.failure("building StopUnit", r, nullptr);
+  auto job = s.call_job(call->get(), "StopUnit");
   if (!job && job.error().code != ErrorCode::kNotFound) return job.error();
   if (job) {
     auto result = s.wait_job(*job, "stop");
