@@ -4,7 +4,7 @@
 #include <memory>
 #include <vector>
 
-#include "agent/component.hpp"
+#include "agent/runtime/component.hpp"
 #include "agent/config/options.hpp"
 
 namespace nvdra::systemd { class Notifier; }

@@ -28,3 +28,9 @@ endif()
 
 # Headers of third-party libraries are not ours to fix: include them as SYSTEM so -Werror stays ours.
 set(CMAKE_NO_SYSTEM_FROM_IMPORTED OFF)
+
+# lld links the ~80 test and bench executables several times faster than GNU ld on CI's 2 cores.
+find_program(NVDRA_LLD ld.lld)
+if(NVDRA_LLD AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  add_link_options(-fuse-ld=lld)
+endif()

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "agent/component.hpp"
+#include "agent/runtime/component.hpp"
 
 namespace nvdra::k8s {
 class ApiServer;

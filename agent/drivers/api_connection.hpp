@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "agent/base/result.hpp"
-#include "agent/component.hpp"
+#include "agent/runtime/component.hpp"
 #include "agent/config/options.hpp"
 
 namespace nvdra::k8s { class ApiServer; }

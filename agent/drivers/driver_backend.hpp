@@ -12,7 +12,7 @@
 
 #include "agent/base/device.hpp"
 #include "agent/base/result.hpp"
-#include "agent/component.hpp"
+#include "agent/runtime/component.hpp"
 
 namespace nvdra::k8s { class ApiServer; }
 namespace nvdra::claims { struct Checkpoint; }

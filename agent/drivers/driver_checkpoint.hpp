@@ -14,7 +14,7 @@
 #include "agent/base/result.hpp"
 #include "agent/claims/checkpoint_file_store.hpp"
 #include "agent/claims/checkpoint_startup.hpp"
-#include "agent/component.hpp"
+#include "agent/runtime/component.hpp"
 
 namespace nvdra::drivers {
 

@@ -8,7 +8,7 @@
 // a fresh one, so a restart by the Supervisor starts clean.
 #include <memory>
 
-#include "agent/component.hpp"
+#include "agent/runtime/component.hpp"
 #include "agent/config/options.hpp"
 #include "agent/drivers/driver_backend.hpp"
 #include "agent/drivers/status_reporting.hpp"

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "agent/component.hpp"
+#include "agent/runtime/component.hpp"
 #include "agent/systemd_bus/bus_connection.hpp"
 #include "agent/systemd_bus/status_snapshot.hpp"
 
