@@ -62,10 +62,11 @@ Result<DeviceModel> discover(GpuLibrary& lib, const DiscoveryOptions& options) {
   return model;
 }
 
-Result<std::string> clique_id(const DeviceModel& model) {
+Result<std::string> clique_id(const DeviceModel& model, bool strict) {
   std::string clique;
   for (const auto& g : model.gpus) {
     if (!g.fabric || g.fabric->state == 0) continue;  // NVML_GPU_FABRIC_STATE_NOT_SUPPORTED
+    if (!strict && (g.fabric->state != 3 || g.fabric->status != 0)) continue;  // not fabric-attached
     if (g.fabric->state != 3)
       return make_error(ErrorCode::kUnavailable, "GPU " + g.uuid + ": NVLink fabric state " +
                                                      std::to_string(g.fabric->state) + " is not COMPLETED (3)");

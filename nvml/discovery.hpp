@@ -19,9 +19,10 @@ struct DiscoveryOptions {
 // discovery with the call and device named.
 Result<DeviceModel> discover(GpuLibrary& library, const DiscoveryOptions& options = {});
 
-// The node's NVLink clique "<clusterUuid>.<cliqueId>" (upstream-driver.md §9.2, strict mode): ""
-// when no GPU is in a multi-node clique; an error when a GPU's fabric is not ready
-// (state != COMPLETED or status != SUCCESS) or GPUs disagree.
-Result<std::string> clique_id(const DeviceModel& model);
+// The node's NVLink clique "<clusterUuid>.<cliqueId>" (upstream-driver.md §9.2): "" when no GPU is
+// in a multi-node clique; an error when GPUs disagree. `strict` (upstream's CrashOnNVLinkFabricErrors,
+// on by default) also fails when a GPU's fabric is not ready (state != COMPLETED or status !=
+// SUCCESS); the legacy mode skips such GPUs, as go-nvlib's IsFabricAttached does.
+Result<std::string> clique_id(const DeviceModel& model, bool strict = true);
 
 }  // namespace nvdra::nvml

@@ -97,6 +97,11 @@ bool FeatureGates::enabled(std::string_view name) const {
   return spec->default_value;
 }
 
+std::optional<bool> FeatureGates::explicit_value(std::string_view name) const {
+  if (auto it = explicit_.find(name); it != explicit_.end()) return it->second;
+  return std::nullopt;
+}
+
 Result<std::vector<std::string>> FeatureGates::resolve() {
   using namespace gate;
   std::vector<std::string> overrides;

@@ -52,6 +52,8 @@ class FeatureGates {
   Result<std::vector<std::string>> resolve();
 
   bool enabled(std::string_view name) const;
+  // The value set for `name` itself (not through AllAlpha/AllBeta), if any.
+  std::optional<bool> explicit_value(std::string_view name) const;
   // "Name=bool" for every known gate, sorted; for logs and status.
   std::string describe() const;
 

@@ -7,6 +7,8 @@
 #include <map>
 
 #include "agent/config/config_file.hpp"
+#include "agent/config/gate_limits.hpp"
+#include "agent/config/option_dump.hpp"
 #include "agent/config/option_table.hpp"
 
 #ifndef NVDRA_VERSION
@@ -52,13 +54,25 @@ Status cross_validate(Invocation& inv, std::vector<std::string>& notes) {
   Options& o = inv.options;
   if (inv.action == Invocation::Action::kRun && o.node_name.empty())
     return invalid("--node-name (env NODE_NAME) is required: the name of the Kubernetes node this agent serves");
+  if (o.imex_mode == ImexMode::kHostManaged) {
+    if (!o.gates.enabled(gate::kHostManagedIMEXDaemon))
+      return invalid("--imex-mode: imex.mode=\"hostManaged\" requires the HostManagedIMEXDaemon feature gate to be enabled");
+    // Upstream's spelling of host-managed IMEX (README "ComputeDomains: host-managed IMEX only").
+    if (o.gates.explicit_value(gate::kHostManagedIMEX) == false)
+      return invalid("--imex-mode: imex.mode=\"hostManaged\" is nvdra's host-managed IMEX mode, which feature gate "
+                     "HostManagedIMEX=false turns off; remove HostManagedIMEX=false");
+    if (!o.gates.enabled(gate::kHostManagedIMEX)) {
+      (void)o.gates.set(gate::kHostManagedIMEX, true);
+      notes.push_back("imex.mode=hostManaged with HostManagedIMEXDaemon: running nvdra's host-managed IMEX mode "
+                      "(HostManagedIMEX=true)");
+    }
+  }
   auto overrides = o.gates.resolve();
   if (!overrides) return invalid("--feature-gates: " + overrides.error().message);
   for (auto& line : *overrides) notes.push_back(std::move(line));
+  if (auto refused = refused_gate(o.gates)) return invalid("--feature-gates: " + *refused);
   if (o.consumable_shares != "disabled" && !o.gates.enabled(gate::kConsumableShares))
     return invalid("--consumable-shares requires feature gate ConsumableShares to be enabled");
-  if (o.imex_mode == ImexMode::kHostManaged && !o.gates.enabled(gate::kHostManagedIMEXDaemon))
-    return invalid("--imex-mode: imex.mode=\"hostManaged\" requires the HostManagedIMEXDaemon feature gate to be enabled");
   if (o.verbosity && !o.log_level_set) {
     // klog levels: 0-3 are operational, 4-5 debug, 6+ per-request tracing.
     o.log_level = *o.verbosity >= 6 ? spdlog::level::trace
@@ -91,7 +105,11 @@ Result<Invocation> load_invocation(const std::vector<std::string>& args, const E
     for (const auto& alias : spec.aliases) names += "," + alias;
     cli[spec.name] = spec.is_flag ? app.add_flag(names + "{true}", raw[spec.name], help_with_env(spec))
                                   : app.add_option(names, raw[spec.name], help_with_env(spec));
+    if (spec.ignored) cli[spec.name]->group("Ignored (upstream deployment settings with no meaning for nvdra)");
   }
+  bool dump_options = false;
+  app.add_flag("--dump-options-json", dump_options, "Print every option and feature gate as JSON (for tests)")
+      ->group("");  // hidden
   std::string config_flag;
   app.add_option("--config", config_flag, "YAML config file (default /etc/nvdra/agent.yaml when present) [env NVDRA_CONFIG]");
   auto* devices = app.add_subcommand("devices", "Print the GPUs and MIG devices NVML reports, then exit");
@@ -118,6 +136,11 @@ Result<Invocation> load_invocation(const std::vector<std::string>& args, const E
     return inv;
   } catch (const CLI::ParseError& e) {
     return invalid(e.what());
+  }
+  if (dump_options) {
+    inv.action = Invocation::Action::kPrintAndExit;
+    inv.output = options_json();
+    return inv;
   }
   if (devices->parsed()) inv.action = Invocation::Action::kDevices;
 
@@ -168,6 +191,10 @@ Result<Invocation> load_invocation(const std::vector<std::string>& args, const E
           auto b = parse_go_bool(v);
           if (!b) return invalid(std::string("environment variable FABRIC_TOPOLOGY_SUPPORT: invalid value \"") + v +
                                  "\": must be true or false");
+          if (*b)
+            return invalid("environment variable FABRIC_TOPOLOGY_SUPPORT: true is refused: it turns on feature gate "
+                           "FabricTopologySupport, and nvdra does not act on fabricTopologyConfig (FabricManager "
+                           "partitions are not activated on prepare); unset it");
           (void)o.gates.set(gate::kFabricTopologySupport, *b);
         }
       }

@@ -105,6 +105,10 @@ Problem apply_xids(Options& o, const std::string& v) {
     if (!x || *x == 0) return bad(v, "\"" + item + "\" is not a positive XID number");
     xids.push_back(*x);
   }
+  // XIDs only matter to the device health monitor (NVMLDeviceHealthCheck), which nvdra does not have.
+  if (!xids.empty())
+    return std::string("XIDs to ignore are refused: they only matter to device health monitoring "
+                       "(NVMLDeviceHealthCheck), which nvdra does not implement yet; leave it empty");
   o.additional_xids_to_ignore = xids;
   return std::nullopt;
 }
@@ -126,6 +130,9 @@ Problem apply_consumable_shares(Options& o, const std::string& v) {
       return "invalid value for --consumable-shares: \"" + v +
              "\" (must be 'disabled', 'memory', 'unlimited', or a positive integer)";
   }
+  if (v != "disabled")
+    return "\"" + v + "\" is refused: nvdra does not share a device between claims by capacity "
+           "(ConsumableShares); use disabled, and share GPUs with time-slicing or MPS (GpuConfig sharing)";
   o.consumable_shares = v;
   return std::nullopt;
 }
@@ -212,12 +219,20 @@ const std::vector<OptionSpec>& option_table() {
     add({"claim-read-burst", {}, {"NVDRA_CLAIM_READ_BURST"}, "Client-side burst for ResourceClaim reads", false,
          false, false, positive_int_field(&Options::claim_read_burst)});
     add({"additional-xids-to-ignore", {}, {"ADDITIONAL_XIDS_TO_IGNORE"},
-         "Comma-separated XIDs treated as non-fatal", false, false, true, apply_xids});
-    add({"consumable-shares", {}, {"CONSUMABLE_SHARES"}, "disabled, memory, unlimited or a positive integer", false,
-         false, false, apply_consumable_shares});
-    add({"gpu-clique-label-enabled", {}, {"GPU_CLIQUE_LABEL_ENABLED"}, "Maintain node label nvidia.com/gpu.clique",
-         true, false, false, bool_field(&Options::gpu_clique_label_enabled)});
-    add({"imex-mode", {}, {"IMEX_MODE"}, "driverManaged or hostManaged (upstream's mode switch)", false, false, false,
+         "Upstream's XIDs treated as non-fatal by device health monitoring; only empty is accepted (nvdra does "
+         "not monitor device health yet)", false, false, true, apply_xids});
+    add({"consumable-shares", {}, {"CONSUMABLE_SHARES"}, "Upstream's consumable shares; only disabled is accepted (memory, unlimited or a positive integer "
+         "are refused)", false, false, false, apply_consumable_shares});
+    add({"gpu-clique-label-enabled", {}, {"GPU_CLIQUE_LABEL_ENABLED"}, "Upstream's node label nvidia.com/gpu.clique; only false is accepted",
+         true, false, false, [](Options& o, const std::string& v) -> Problem {
+           if (auto p = bool_field(&Options::gpu_clique_label_enabled)(o, v)) return p;
+           if (o.gpu_clique_label_enabled)
+             return std::string("true is refused: nvdra does not maintain the node label nvidia.com/gpu.clique "
+                                "(`nvdra-agent devices -o json` shows the clique as cliqueId); leave it false");
+           return std::nullopt;
+         }});
+    add({"imex-mode", {}, {"IMEX_MODE"}, "driverManaged or hostManaged (upstream's mode switch; hostManaged, with gate HostManagedIMEXDaemon, "
+         "runs nvdra's host-managed IMEX mode, gate HostManagedIMEX)", false, false, false,
          [](Options& o, const std::string& v) -> Problem {
            if (v == "driverManaged") o.imex_mode = ImexMode::kDriverManaged;
            else if (v == "hostManaged") o.imex_mode = ImexMode::kHostManaged;
@@ -232,13 +247,23 @@ const std::vector<OptionSpec>& option_table() {
                                 "allocation is not implemented");
            return "unknown imex.isolation \"" + v + "\": must be \"domain\" or \"channel\"";
          }});
-    add({"imex-host-socket-path", {}, {"IMEX_HOST_SOCKET_PATH"}, "Host IMEX control socket", false, false, false,
-         abs_path_field(&Options::imex_host_socket_path)});
+    add({"imex-host-socket-path", {}, {"IMEX_HOST_SOCKET_PATH"},
+         "Upstream's host IMEX control socket; accepted only at its default: nvdra follows the host's IMEX "
+         "daemon through its systemd unit (--imex-unit, --imex-check)", false, false, false,
+         [](Options& o, const std::string& v) -> Problem {
+           if (auto p = abs_path_field(&Options::imex_host_socket_path)(o, v)) return p;
+           if (v != Options{}.imex_host_socket_path)
+             return "\"" + v + "\" is refused: nvdra does not query nvidia-imex-ctl on a socket, it follows the "
+                    "host's IMEX daemon through its systemd unit; use --imex-unit and --imex-check, and leave this "
+                    "at " + Options{}.imex_host_socket_path;
+           return std::nullopt;
+         }});
     for (const char* unused : {"image-name", "image-pull-secrets", "image-pull-policy", "service-account-name"}) {
       std::string env(unused);
       for (auto& c : env) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-      add({unused, {}, {env}, "Accepted for upstream compatibility; unused (nvdra runs MPS itself)", false, false,
-           false, [](Options&, const std::string&) -> Problem { return std::nullopt; }});
+      add({unused, {}, {env},
+           "Ignored: upstream's setting for the MPS Deployments it creates; nvdra runs MPS control daemons itself",
+           false, false, false, [](Options&, const std::string&) -> Problem { return std::nullopt; }, true});
     }
     add({"feature-gates", {}, {"FEATURE_GATES"}, "Feature gates, Name=bool,Name=bool", false, true, true,
          [](Options& o, const std::string& v) -> Problem {

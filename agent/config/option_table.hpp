@@ -21,6 +21,8 @@ struct OptionSpec {
   bool list = false;         // the YAML file may give a sequence; it is joined with ','
   // Checks and stores a raw value; returns what is wrong with it, if anything.
   std::function<std::optional<std::string>(Options&, const std::string&)> apply;
+  // Accepted for upstream's manifests but without meaning for nvdra: --help lists it as ignored.
+  bool ignored = false;
 };
 
 const std::vector<OptionSpec>& option_table();

@@ -44,13 +44,17 @@ std::string imex_table(const StatusSnapshot& s) {
 
 std::string status_text(const StatusSnapshot& s) {
   std::string out;
-  size_t unhealthy = 0;
-  for (const auto& d : s.devices) unhealthy += d.health == systemd_bus::kHealthUnhealthy ? 1 : 0;
+  size_t unhealthy = 0, unknown = 0;
+  for (const auto& d : s.devices) {
+    unhealthy += d.health == systemd_bus::kHealthUnhealthy ? 1 : 0;
+    unknown += d.health == systemd_bus::kHealthUnknown ? 1 : 0;
+  }
   Table summary({"AGENT", "VALUE"});
   summary.add({"version", s.version});
   summary.add({"node", s.node_name});
   summary.add({"ready", s.ready ? "yes" : "no"});
-  summary.add({"devices", std::to_string(s.devices.size()) + " (" + std::to_string(unhealthy) + " unhealthy)"});
+  summary.add({"devices", std::to_string(s.devices.size()) + " (" + std::to_string(unhealthy) + " unhealthy, " +
+                             std::to_string(unknown) + " health unknown)"});
   summary.add({"prepared claims", std::to_string(s.claims.size())});
   summary.add({"imex", s.imex.mode.empty() ? "" : s.imex.mode + ", " + s.imex.unit + " " + imex_state(s.imex)});
   out += summary.render();

@@ -84,7 +84,8 @@ boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::
     Clique clique;
     if (auto gpus = co_await ctx_.gpus.get(); !gpus) {
       clique.problem = gpus.error().describe();
-    } else if (auto id = nvml::clique_id((*gpus)->model); !id) {
+    } else if (auto id = nvml::clique_id((*gpus)->model, o.gates.enabled(config::gate::kCrashOnNVLinkFabricErrors));
+               !id) {
       clique.problem = id.error().describe();
     } else {
       clique.id = *id;

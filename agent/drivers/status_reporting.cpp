@@ -38,7 +38,7 @@ std::vector<sb::DeviceStatus> device_rows(const std::string& driver, const std::
   std::vector<sb::DeviceStatus> rows;
   for (const auto& d : devices)
     rows.push_back(sb::DeviceStatus{driver, d.name, string_attribute(d, "type"), string_attribute(d, "uuid"),
-                                    sb::kHealthHealthy});
+                                    sb::kHealthUnknown});  // nothing measures device health yet
   return rows;
 }
 

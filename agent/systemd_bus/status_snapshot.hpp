@@ -28,9 +28,11 @@ struct DeviceStatus {
   std::string health;  // kHealth*
   bool operator==(const DeviceStatus&) const = default;
 };
-inline constexpr const char* kHealthHealthy = "Healthy";
-inline constexpr const char* kHealthUnhealthy = "Unhealthy";
-inline constexpr const char* kHealthUnknown = "Unknown";
+// Lower case, as nvdractl shows them. "unknown" until something measures health (device health
+// monitoring, upstream's NVMLDeviceHealthCheck, is not implemented): never a made-up "healthy".
+inline constexpr const char* kHealthHealthy = "healthy";
+inline constexpr const char* kHealthUnhealthy = "unhealthy";
+inline constexpr const char* kHealthUnknown = "unknown";
 
 // A claim as the checkpoint records it.
 struct ClaimStatus {

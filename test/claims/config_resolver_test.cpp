@@ -198,10 +198,34 @@ TEST(ConfigResolver, VfioDefaultExistsOnlyWithPassthroughAndOneGroupPerClaim) {
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(one->groups.size(), 1u);
   EXPECT_EQ(std::get<VfioDeviceConfig>(one->groups[0].config).iommu->backend_policy, "LegacyOnly");
-  in.configs = {entry("FromClaim", {"b"}, kVfio)};
-  auto two = resolve_configs(in);
-  ASSERT_FALSE(two.ok());
-  EXPECT_EQ(two.error().message, "claim ns/claim:uid-1 contains 2 VFIO device groups, but at most one is supported per claim");
+}
+
+// Blocks nvdra does not act on fail the claim, naming the block, instead of being validated and ignored.
+TEST(ConfigResolver, VfioDeviceConfigFailsTheClaimNamingTheBlock) {
+  AllocationResult v0{"a", "gpu.nvidia.com", "node", "gpu-vfio-0", DeviceType::kVfio};
+  auto in = gpu_claim({gpu("g", "gpu-0"), v0}, {entry("FromClass", {}, kGpuMps), entry("FromClaim", {"a"}, kVfio)});
+  in.gates.passthrough_support = true;
+  auto r = resolve_configs(in);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "VfioDeviceConfig is not supported by nvdra: it publishes no VFIO devices and does no vfio-pci binding "
+            "(upstream's PassthroughSupport); remove this config");
+  EXPECT_EQ(r.error().field, "status.allocation.devices.config[1].opaque.parameters.kind");
+  EXPECT_EQ(r.error().claim, "ns/claim (uid-1)");
+}
+
+TEST(ConfigResolver, FabricTopologyConfigFailsTheClaimEvenWhereAnotherConfigWins) {
+  constexpr const char* kFabric =
+      R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","fabricTopologyConfig":{"strategy":"Manual","partitionIDs":["p1"]}})";
+  auto in = gpu_claim({gpu("a", "gpu-0")}, {entry("FromClass", {}, kFabric), entry("FromClaim", {}, kGpuMps)});
+  in.gates.fabric_topology_support = true;
+  auto r = resolve_configs(in);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("fabricTopologyConfig is not supported by nvdra: FabricManager partitions are not "
+                                   "activated on prepare"),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_EQ(r.error().field, "status.allocation.devices.config[0].opaque.parameters.fabricTopologyConfig");
 }
 
 }  // namespace

@@ -89,6 +89,22 @@ TEST(Discovery, Gb200TrayReportsItsNvlinkCliqueAndHighPciDomains) {
   EXPECT_EQ(clique_id(m).value(), "9c6f5af3-53bf-49b5-a436-b66766c413c3.4026");
 }
 
+// CrashOnNVLinkFabricErrors: strict (the gate on) fails on a GPU whose fabric is still training;
+// legacy (the gate off) leaves that GPU out and takes the clique from the others.
+TEST(Discovery, CliqueIdStrictFailsOnAnUnfinishedFabricAndLegacySkipsThatGpu) {
+  MockNvml mock("gb200-nvl");
+  DeviceModel m = discover_profile(mock);
+  m.gpus[1].fabric->state = 2;  // NVML_GPU_FABRIC_STATE_IN_PROGRESS
+  auto strict = clique_id(m, true);
+  ASSERT_FALSE(strict);
+  EXPECT_NE(strict.error().message.find("is not COMPLETED"), std::string::npos) << strict.error().message;
+  EXPECT_EQ(clique_id(m, false).value(), "9c6f5af3-53bf-49b5-a436-b66766c413c3.4026");
+  m.gpus[1].fabric->state = 3;
+  m.gpus[1].fabric->status = 1;  // completed with an error
+  EXPECT_FALSE(clique_id(m, true));
+  EXPECT_EQ(clique_id(m, false).value(), "9c6f5af3-53bf-49b5-a436-b66766c413c3.4026");
+}
+
 TEST(Discovery, L4IsNotMigCapableAndHasNoFabric) {
   MockNvml mock("l4");
   const DeviceModel m = discover_profile(mock);

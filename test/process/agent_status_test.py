@@ -59,7 +59,8 @@ class AgentStatusOverDbus(unittest.TestCase):
         devices = {d["name"]: d for d in self.ctl_json("devices") if d["driver"] == GPU}
         self.assertEqual(set(devices), set(self.node.published()))
         self.assertEqual(devices["gpu-0"]["type"], "gpu")
-        self.assertEqual(devices["gpu-0"]["health"], "Healthy")
+        # Nothing measures device health yet: "unknown", never a made-up "healthy".
+        self.assertEqual({d["health"] for d in devices.values()}, {"unknown"})
 
         good = self.node.allocate("pod-a", [("gpu", "gpu-0")])
         bad = self.node.allocate("pod-b", [("gpu", "gpu-1")], [([], gpu_config(sharing={"strategy": "Nope"}))])

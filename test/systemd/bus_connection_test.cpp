@@ -164,7 +164,7 @@ TEST(BusConnection, MatchDeliversPropertiesChangedWithTheChangedNames) {
   ASSERT_TRUE(run_until(io, [&] { return ping.has_value(); }));
 
   auto snap = service.snapshot();
-  snap.devices.push_back({"gpu.nvidia.com", "gpu-0", "gpu", "GPU-1", "Healthy"});
+  snap.devices.push_back({"gpu.nvidia.com", "gpu-0", "gpu", "GPU-1", "healthy"});
   snap.ready = true;
   service.update(snap);
   ASSERT_TRUE(run_until(io, [&] { return !changed.empty(); }));

@@ -40,7 +40,7 @@ TEST(NvdractlRender, DevicesTableHasOneRowPerDeviceWithHealth) {
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[0].rfind("DRIVER", 0), 0u);
   const auto health_col = lines[0].find("HEALTH");
-  EXPECT_EQ(lines[2].substr(health_col), "Unhealthy");
+  EXPECT_EQ(lines[2].substr(health_col), "unhealthy");
   EXPECT_NE(lines[3].find("channel-0"), std::string::npos);
   EXPECT_EQ(lines[3].substr(lines[0].find("UUID"), 2), "- ");  // a channel has no uuid: a dash
 }
@@ -48,7 +48,7 @@ TEST(NvdractlRender, DevicesTableHasOneRowPerDeviceWithHealth) {
 TEST(NvdractlRender, StatusShowsReadinessDriversAndErrors) {
   const auto text = nvdra::ctl::render(nvdra::test::sample_snapshot(), Command::kStatus, Format::kTable);
   EXPECT_NE(text.find("ready            yes"), std::string::npos) << text;
-  EXPECT_NE(text.find("3 (1 unhealthy)"), std::string::npos) << text;
+  EXPECT_NE(text.find("3 (1 unhealthy, 1 health unknown)"), std::string::npos) << text;
   EXPECT_NE(text.find("hostManaged, nvidia-imex.service active (running)"), std::string::npos) << text;
   EXPECT_NE(text.find("compute-domain.nvidia.com  pending       no         waiting for kubelet"), std::string::npos)
       << text;

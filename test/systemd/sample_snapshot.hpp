@@ -12,10 +12,10 @@ inline systemd_bus::StatusSnapshot sample_snapshot() {
   s.ready = true;
   s.drivers = {{"gpu.nvidia.com", systemd_bus::kRegistrationRegistered, true, ""},
                {"compute-domain.nvidia.com", systemd_bus::kRegistrationPending, false, "waiting for kubelet"}};
-  s.devices = {{"gpu.nvidia.com", "gpu-0", "gpu", "GPU-4c3a5b8e-1f0d-4b2e-9a61-000000000000", "Healthy"},
+  s.devices = {{"gpu.nvidia.com", "gpu-0", "gpu", "GPU-4c3a5b8e-1f0d-4b2e-9a61-000000000000", "healthy"},
                {"gpu.nvidia.com", "gpu-1-mig-1g10gb-19-0", "mig", "MIG-77aa5b8e-1f0d-4b2e-9a61-000000000001",
-                "Unhealthy"},
-               {"compute-domain.nvidia.com", "channel-0", "channel", "", "Healthy"}};
+                "unhealthy"},
+               {"compute-domain.nvidia.com", "channel-0", "channel", "", "unknown"}};
   s.claims = {{"0b6e1c2a-0000-4000-8000-000000000001", "team-a", "train-gpu", "gpu.nvidia.com", "PrepareCompleted",
                {"gpu-0"}},
               {"0b6e1c2a-0000-4000-8000-000000000002", "team-b", "imex-channel", "compute-domain.nvidia.com",

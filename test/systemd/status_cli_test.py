@@ -133,7 +133,7 @@ class StatusServiceOverDbus(unittest.TestCase):
         self.agent.send_signal(signal.SIGUSR1)
         self.assertEqual(read_line(self.agent.stdout, 20.0), "updated")
         devices = json.loads(self.ctl("devices", "-o", "json").stdout)
-        self.assertEqual(devices[0]["health"], "Unhealthy")
+        self.assertEqual(devices[0]["health"], "unhealthy")
 
     @unittest.skipUnless(IS_ROOT, "needs root to create throwaway users for the group check")
     def test_a_group_member_may_read(self):

@@ -68,7 +68,7 @@ TEST_F(ServiceOnPrivateBus, ClientSeesTheLatestUpdate) {
   service_.update(snap);
   auto got = blocking([this] { return nvdra::ctl::fetch_status({bus_.address(), 5000}); });
   ASSERT_TRUE(got.ok()) << got.error().message;
-  EXPECT_EQ(got->devices[0].health, "Unhealthy");
+  EXPECT_EQ(got->devices[0].health, "unhealthy");
   EXPECT_TRUE(got->claims.empty());
 }
 

@@ -1,0 +1,71 @@
+#include "agent/config/gate_limits.hpp"
+
+namespace nvdra::config {
+
+const std::vector<GateLimit>& gate_limits() {
+  using namespace gate;
+  static const std::vector<GateLimit> kLimits = {
+      {kNVMLDeviceHealthCheck, false,
+       "nvdra does not monitor device health yet (no NVML XID events, no device taints; nvdractl shows health as "
+       "unknown); leave it off",
+       false},
+      {kPassthroughSupport, false,
+       "nvdra publishes no VFIO devices and does no vfio-pci binding; leave it off and run upstream's "
+       "gpu-kubelet-plugin for GPU passthrough",
+       false},
+      {kDeviceMetadata, false,
+       "nvdra publishes no VFIO devices, the only devices upstream attaches KEP-5304 metadata to; leave it off",
+       false},
+      {kDRAListTypeAttributes, false,
+       "nvdra publishes resource.kubernetes.io/numaNode as a single int, not as a list; leave it off", false},
+      {kFabricManagerPartitioning, false,
+       "nvdra neither publishes FabricManager partition attributes nor activates partitions on prepare; leave it off",
+       false},
+      {kFabricTopologySupport, false,
+       "nvdra does not act on fabricTopologyConfig (FabricManager partitions are not activated on prepare); leave it "
+       "off",
+       false},
+      {kConsumableShares, false,
+       "nvdra does not share a device between claims by capacity; leave it off and share GPUs with time-slicing or "
+       "MPS (GpuConfig sharing)",
+       false},
+      {kIMEXDaemonsWithDNSNames, true,
+       "it only shapes the per-ComputeDomain IMEX daemons of driver-managed mode, which nvdra does not run; leave it "
+       "at its default (HostManagedIMEX turns it off by itself)",
+       true},
+      {kComputeDomainCliques, true,
+       "it only shapes the per-ComputeDomain IMEX daemons of driver-managed mode, which nvdra does not run; leave it "
+       "at its default (HostManagedIMEX turns it off by itself)",
+       true},
+      {"ContextualLogging", true,
+       "nvdra's logging (--log-format, --log-level, -v) has no contextual-logging switch; leave it at its default",
+       false},
+      {"LoggingAlphaOptions", false,
+       "nvdra has none of the alpha logging options it unlocks (use --log-format, --log-level, -v); leave it off",
+       false},
+      {"LoggingBetaOptions", true,
+       "nvdra has none of the beta logging options it locks (use --log-format, --log-level, -v); leave it at its "
+       "default",
+       false},
+  };
+  return kLimits;
+}
+
+std::optional<std::string> refused_gate(const FeatureGates& gates) {
+  const bool host_managed = gates.enabled(gate::kHostManagedIMEX);
+  for (const auto& limit : gate_limits()) {
+    const bool value = gates.enabled(limit.name);
+    if (value == limit.accepted || (limit.off_under_host_managed && host_managed && !value)) continue;
+    std::string line = "feature gate " + std::string(limit.name) + "=" + (value ? "true" : "false");
+    // AllAlpha/AllBeta never turn a refused gate on (or off) silently: the line says where the value came from.
+    if (!gates.explicit_value(limit.name)) {
+      for (const auto* all : {"AllAlpha", "AllBeta"})
+        if (auto v = gates.explicit_value(all); v && *v == value)
+          line += std::string(" (from ") + all + "=" + (value ? "true" : "false") + ")";
+    }
+    return line + " is refused: " + std::string(limit.why);
+  }
+  return std::nullopt;
+}
+
+}  // namespace nvdra::config
