@@ -22,7 +22,7 @@ struct GateLimit {
 const std::vector<GateLimit>& gate_limits();
 
 // The first gate (in gate_limits() order) whose resolved value nvdra refuses, as one line:
-// "feature gate NVMLDeviceHealthCheck=true is refused: …". Call after FeatureGates::resolve().
+// "feature gate NVMLDeviceHealthCheck=true is refused: …". Call before FeatureGates::resolve() (HostManagedIMEX's forced values count as accepted).
 std::optional<std::string> refused_gate(const FeatureGates& gates);
 
 }  // namespace nvdra::config

@@ -67,10 +67,11 @@ Status cross_validate(Invocation& inv, std::vector<std::string>& notes) {
                       "(HostManagedIMEX=true)");
     }
   }
+  // Refusals first: a refused gate is named even where upstream's dependency rules would also object.
+  if (auto refused = refused_gate(o.gates)) return invalid("--feature-gates: " + *refused);
   auto overrides = o.gates.resolve();
   if (!overrides) return invalid("--feature-gates: " + overrides.error().message);
   for (auto& line : *overrides) notes.push_back(std::move(line));
-  if (auto refused = refused_gate(o.gates)) return invalid("--feature-gates: " + *refused);
   if (o.consumable_shares != "disabled" && !o.gates.enabled(gate::kConsumableShares))
     return invalid("--consumable-shares requires feature gate ConsumableShares to be enabled");
   if (o.verbosity && !o.log_level_set) {

@@ -112,11 +112,16 @@ TEST_F(LoaderTest, GatesMergeFileThenEnvThenFlag) {
   EXPECT_TRUE(inv->options.gates.enabled(gate::kDynamicMIG));
 }
 
-TEST_F(LoaderTest, FabricTopologySupportFromEnvironment) {
+TEST_F(LoaderTest, FabricTopologySupportFromEnvironmentIsReadAndRefusedWhenTrue) {
+  env_["FABRIC_TOPOLOGY_SUPPORT"] = "false";
+  auto off = load({"--node-name", "n"});
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_FALSE(off->options.gates.enabled(gate::kFabricTopologySupport));
   env_["FABRIC_TOPOLOGY_SUPPORT"] = "true";
-  auto inv = load({"--node-name", "n"});
-  ASSERT_TRUE(inv) << inv.error().message;
-  EXPECT_TRUE(inv->options.gates.enabled(gate::kFabricTopologySupport));
+  auto on = load({"--node-name", "n"});
+  ASSERT_FALSE(on);
+  EXPECT_EQ(on.error().message.rfind("environment variable FABRIC_TOPOLOGY_SUPPORT: true is refused: ", 0), 0u)
+      << on.error().message;
 }
 
 TEST_F(LoaderTest, HostManagedImexOverridesAreReportedForLogging) {
@@ -147,10 +152,13 @@ TEST_F(LoaderTest, DriversAreValidated) {
 }
 
 TEST_F(LoaderTest, BooleanFlagsTakeGoStyleValues) {
-  auto inv = load({"--node-name", "n", "--controller=false", "--gpu-clique-label-enabled"});
+  auto inv = load({"--node-name", "n", "--controller=false", "--gpu-clique-label-enabled=F"});
   ASSERT_TRUE(inv) << inv.error().message;
   EXPECT_FALSE(inv->options.controller);
-  EXPECT_TRUE(inv->options.gpu_clique_label_enabled);
+  EXPECT_FALSE(inv->options.gpu_clique_label_enabled);
+  auto bare = load({"--node-name", "n", "--controller"});
+  ASSERT_TRUE(bare) << bare.error().message;
+  EXPECT_TRUE(bare->options.controller);
 }
 
 TEST_F(LoaderTest, VerbosityMapsToLevelUnlessLevelGiven) {
@@ -162,10 +170,16 @@ TEST_F(LoaderTest, VerbosityMapsToLevelUnlessLevelGiven) {
   EXPECT_EQ(both->options.log_level, spdlog::level::warn);
 }
 
-TEST_F(LoaderTest, ConsumableSharesNeedsItsGate) {
-  auto inv = load({"--node-name", "n", "--consumable-shares", "memory"});
-  ASSERT_FALSE(inv);
-  EXPECT_EQ(inv.error().message, "--consumable-shares requires feature gate ConsumableShares to be enabled");
+TEST_F(LoaderTest, ConsumableSharesKeepsUpstreamsSyntaxErrorAndRefusesAnythingButDisabled) {
+  auto bad = load({"--node-name", "n", "--consumable-shares", "-3"});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "--consumable-shares: invalid value for --consumable-shares: \"-3\" (must be "
+                                 "'disabled', 'memory', 'unlimited', or a positive integer)");
+  auto memory = load({"--node-name", "n", "--consumable-shares", "memory"});
+  ASSERT_FALSE(memory);
+  EXPECT_EQ(memory.error().message.rfind("--consumable-shares: \"memory\" is refused: ", 0), 0u)
+      << memory.error().message;
+  EXPECT_TRUE(load({"--node-name", "n", "--consumable-shares", "disabled"}));
 }
 
 TEST_F(LoaderTest, UnknownFlagAndPositionalAreRejected) {
