@@ -65,6 +65,8 @@ def channel_config(domain_uid, mode="Single"):
 class ComputeDomainScenarios(unittest.TestCase):
     profile = "gb200-nvl"
     check = "warn"
+    gates = "HostManagedIMEX=true"  # nvdra's spelling of host-managed IMEX
+    mode_args = ()
 
     def setUp(self):
         self.bus = PrivateDbus(POLICY)
@@ -72,8 +74,8 @@ class ComputeDomainScenarios(unittest.TestCase):
         self.systemd = FakeSystemd(self.bus.address)
         self.addCleanup(self.systemd.close)
         self.systemd.set("active", "running")
-        self.node = ImexNode(self.bus, profile=self.profile, gates="HostManagedIMEX=true",
-                             args=["--controller=false", "--imex-check", self.check])
+        self.node = ImexNode(self.bus, profile=self.profile, gates=self.gates,
+                             args=["--controller=false", "--imex-check", self.check, *self.mode_args])
         self.addCleanup(self.node.cleanup)
         self.node.start()
         cd = self.node.api.put_object({
@@ -198,6 +200,22 @@ class HostManagedEnforce(ComputeDomainScenarios):
         self.assertEqual(self.cd().prepare([claim])[claim.uid]["error"], "")
         self.cd().unprepare([claim])
         self.assertEqual(self.systemd.lifecycle_calls(), 0)
+
+
+class UpstreamHostManagedSpelling(ComputeDomainScenarios):
+    """Upstream's --imex-mode=hostManaged with its HostManagedIMEXDaemon gate runs the same mode."""
+    gates = "HostManagedIMEXDaemon=true"
+    mode_args = ("--imex-mode=hostManaged",)
+
+    def test_publishes_channel_zero_and_prepares_a_channel_claim(self):
+        self.wait_log(r"running nvdra's host-managed IMEX mode \(HostManagedIMEX=true\)")
+        self.assertEqual(sorted(self.node.published(CD)), ["channel-0"])
+        claim = self.channel_claim("pod-a")
+        answer = self.cd().prepare([claim])[claim.uid]
+        self.assertEqual(answer["error"], "")
+        self.assertEqual([d["device_name"] for d in answer["devices"]], ["channel-0"])
+        self.cd().unprepare([claim])
+        self.assert_clean()
 
 
 class NoClique(ComputeDomainScenarios):
