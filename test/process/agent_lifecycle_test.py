@@ -77,6 +77,22 @@ class Lifecycle(unittest.TestCase):
             record = json.loads(line)
             self.assertEqual(set(record), {"ts", "level", "logger", "msg"})
 
+    def levels(self, args):
+        proc = self.start(["--log-format", "json", *args])
+        code, _, err = stop_agent(proc)
+        self.assertEqual(code, 0, err)
+        return {json.loads(line)["level"] for line in err.splitlines() if line.strip()}
+
+    def test_log_level_and_klog_verbosity_choose_what_is_logged(self):
+        default = self.levels([])
+        self.assertIn("info", default)
+        self.assertNotIn("debug", default)
+        self.assertFalse(self.levels(["--log-level", "warn"]) & {"trace", "debug", "info"})
+        # -v is klog's: 0-3 are info, 4-5 debug, 6+ trace; --log-level, when given, wins over it.
+        self.assertNotIn("debug", self.levels(["-v", "2"]))
+        self.assertIn("debug", self.levels(["-v", "4"]))
+        self.assertFalse(self.levels(["-v", "6", "--log-level", "error"]) & {"trace", "debug", "info", "warning"})
+
     def test_journal_stream_gets_priority_prefixes(self):
         # JOURNAL_STREAM names the stream the agent's stderr is connected to: here, a file we read back.
         log_path = os.path.join(self.dirs.root, "stderr.log")
