@@ -78,6 +78,11 @@ class Lifecycle(unittest.TestCase):
             self.assertEqual(set(record), {"ts", "level", "logger", "msg"})
 
     def levels(self, args):
+        """The log levels one fresh agent writes from start to SIGTERM."""
+        self.dirs = AgentDirs()
+        self.addCleanup(self.dirs.cleanup)
+        self.notify = NotifySocket(self.dirs.root)
+        self.addCleanup(self.notify.close)
         proc = self.start(["--log-format", "json", *args])
         code, _, err = stop_agent(proc)
         self.assertEqual(code, 0, err)
