@@ -218,6 +218,19 @@ class UpstreamHostManagedSpelling(ComputeDomainScenarios):
         self.assert_clean()
 
 
+class OtherImexUnit(ComputeDomainScenarios):
+    """--imex-unit names the unit followed; another unit's transitions are not this agent's business."""
+    mode_args = ("--imex-unit=imex-b.service",)
+
+    def test_follows_the_named_unit_only(self):
+        self.wait_log(r"imex unit=imex-b\.service load=")
+        self.systemd.set("failed", "failed")  # nvidia-imex.service, which this agent does not follow
+        claim = self.channel_claim("pod-a")
+        self.assertEqual(self.cd().prepare([claim])[claim.uid]["error"], "")
+        self.assertNotIn("nvidia-imex.service", self.node.agent_log())
+        self.cd().unprepare([claim])
+
+
 class NoClique(ComputeDomainScenarios):
     profile = "dgx-a100"
 
