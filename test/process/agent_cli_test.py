@@ -69,8 +69,8 @@ class BadInputExitsTwo(unittest.TestCase):
         self.assertUsageError(r, "missing bool value for DynamicMIG")
 
     def test_broken_gate_rule_is_named(self):
-        r = run_agent(self.dirs.args() + ["--feature-gates", "DynamicMIG=true,PassthroughSupport=true"])
-        self.assertUsageError(r, "DynamicMIG is currently mutually exclusive with PassthroughSupport")
+        r = run_agent(self.dirs.args() + ["--feature-gates", "DynamicMIG=true,MPSSupport=true"])
+        self.assertUsageError(r, "DynamicMIG is currently mutually exclusive with MPSSupport")
 
     def test_missing_node_name(self):
         r = run_agent(["--cdi-root", self.dirs.cdi])
