@@ -12,6 +12,8 @@
 #include "agent/controller/compute_domain_controller.hpp"
 #include "agent/drivers/driver_component.hpp"
 #include "agent/drivers/node_gpus.hpp"
+#include "agent/metrics/metrics.hpp"
+#include "agent/metrics/metrics_component.hpp"
 #include "agent/runtime/readiness.hpp"
 #include "agent/runtime/supervisor.hpp"
 #include "agent/runtime/worker_pool.hpp"
@@ -49,7 +51,10 @@ int App::run() {
   // without the host's bus) is reported once by the connection; the agent works on without it.
   systemd_bus::BusConnection bus(io.get_executor(), systemd_bus::BusEndpoint{});
   drivers::NodeGpus gpus(io.get_executor(), workers, options_);
-  RunContext ctx{io.get_executor(), workers, readiness, *notifier_, options_, status, bus, gpus};
+  std::vector<std::string> driver_names;
+  for (auto kind : options_.drivers) driver_names.emplace_back(config::driver_name(kind));
+  metrics::Metrics metrics(options_.node_name, NVDRA_VERSION, driver_names);
+  RunContext ctx{io.get_executor(), workers, readiness, *notifier_, options_, status, bus, gpus, metrics};
   supervisor.on_deadline([&io] { io.stop(); });
 
   // Signals first: from here on SIGTERM means a clean stop, so STATUS=starting may announce it.
@@ -77,6 +82,9 @@ int App::run() {
   status_service->update(status.snapshot());
   status.on_change([svc = status_service.get()](const systemd_bus::StatusSnapshot& s) { svc->update(s); });
   components.push_back(std::move(status_service));
+  // --http-endpoint + --metrics-path: the Prometheus page (bound now: a bad address fails start-up).
+  if (metrics::MetricsComponent::should_run(options_))
+    components.push_back(std::make_unique<metrics::MetricsComponent>(ctx));
   for (auto kind : options_.drivers) components.push_back(std::make_unique<drivers::DriverComponent>(kind, ctx));
   // The ComputeDomain controller role (HostManagedIMEX, --controller): elected among the agents.
   if (controller::ComputeDomainController::should_run(options_)) {

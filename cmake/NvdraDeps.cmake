@@ -10,6 +10,8 @@ find_package(yaml-cpp REQUIRED)
 find_package(spdlog CONFIG REQUIRED)
 find_package(fmt CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
+# Core only (Registry + TextSerializer): the page is served by Beast, not prometheus-cpp's civetweb exposer.
+find_package(prometheus-cpp CONFIG REQUIRED COMPONENTS core)
 pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
 find_package(GTest REQUIRED)
 find_package(benchmark CONFIG REQUIRED)

@@ -135,6 +135,7 @@ Status FileCheckpointStore::fsync_fd(int fd, const std::string& what) {
   do rc = ::fsync(fd);
   while (rc != 0 && errno == EINTR);
   fsyncs_.fetch_add(1, std::memory_order_relaxed);
+  options_.metrics->checkpoint_fsync(options_.driver);
   if (rc != 0) return io_error("cannot fsync", what, errno);
   return {};
 }
@@ -154,6 +155,7 @@ Status FileCheckpointStore::save_bytes(const std::string& bytes) {
   if (::rename(temp.c_str(), path_.c_str()) != 0) return fail(io_error("cannot rename onto", path_, errno));
   // No directory fsync: see the header for why the rename need not outlive a power loss.
   saves_.fetch_add(1, std::memory_order_relaxed);
+  options_.metrics->checkpoint_save(options_.driver);
   return {};
 }
 

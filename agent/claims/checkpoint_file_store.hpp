@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "agent/base/metrics_sink.hpp"
 #include "agent/claims/checkpoint_store.hpp"
 
 namespace nvdra::claims {
@@ -37,6 +38,9 @@ struct FileCheckpointStoreOptions {
   std::string dir;  // <kubelet-plugins-dir>/<driver name>
   std::string file_name = std::string(kCheckpointFileName);
   CorruptCheckpointPolicy on_corrupt = CorruptCheckpointPolicy::kRefuse;
+  // Saves and fsyncs are also reported here, labelled with the driver (nvdra_checkpoint_*).
+  metrics::Sink* metrics = &metrics::null_sink();
+  std::string driver;
 };
 
 class FileCheckpointStore final : public CheckpointStore {

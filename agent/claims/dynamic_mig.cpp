@@ -29,12 +29,14 @@ boost::asio::awaitable<Result<nvml::MigDeviceInfo>> DynamicMig::create(const Inv
       e.message = "creating MIG device " + d.name + ": " + e.message;
       return e;
     }
+    metrics_.mig_device_created();
     return created;
   });
 }
 
 Status DynamicMig::destroy_locked(const std::string& gpu_uuid, bool hopper, unsigned gi_id, unsigned ci_id) {
   if (auto st = library_.destroy_mig_device(gpu_uuid, gi_id, ci_id); !st) return st;
+  metrics_.mig_device_destroyed();
   disable_if_unused_locked(gpu_uuid, hopper);
   return {};
 }
@@ -119,7 +121,11 @@ boost::asio::awaitable<Result<std::vector<nvml::MigDeviceInfo>>> DynamicMig::lis
 boost::asio::awaitable<Status> DynamicMig::destroy_instance(const DynamicGpu& gpu, const nvml::MigDeviceInfo& mig) {
   auto guard = co_await locks_.lock(gpu.uuid);
   if (!guard) co_return guard.error();
-  co_return co_await pool_.run([&] { return library_.destroy_mig_device(gpu.uuid, mig.gi_id, mig.ci_id); });
+  co_return co_await pool_.run([&] {
+    auto st = library_.destroy_mig_device(gpu.uuid, mig.gi_id, mig.ci_id);
+    if (st) metrics_.mig_device_destroyed();
+    return st;
+  });
 }
 
 boost::asio::awaitable<Status> DynamicMig::disable_if_unused(const DynamicGpu& gpu) {

@@ -17,6 +17,7 @@
 #include "agent/claims/gpu_inventory.hpp"
 #include "agent/claims/gpu_locks.hpp"
 #include "nvml/gpu_library.hpp"
+#include "agent/base/metrics_sink.hpp"
 
 namespace nvdra::runtime {
 class WorkerPool;
@@ -26,7 +27,8 @@ namespace nvdra::claims {
 
 class DynamicMig {
  public:
-  DynamicMig(runtime::WorkerPool& pool, nvml::GpuLibrary& library) : pool_(pool), library_(library) {}
+  DynamicMig(runtime::WorkerPool& pool, nvml::GpuLibrary& library, metrics::Sink& metrics = metrics::null_sink())
+      : pool_(pool), library_(library), metrics_(metrics) {}
 
   // `device` is a dynamic inventory device (InventoryDevice::dynamic).
   boost::asio::awaitable<Result<nvml::MigDeviceInfo>> create(const InventoryDevice& device);
@@ -53,6 +55,7 @@ class DynamicMig {
 
   runtime::WorkerPool& pool_;
   nvml::GpuLibrary& library_;
+  metrics::Sink& metrics_;  // MIG devices created/destroyed
   GpuLocks locks_;
 };
 

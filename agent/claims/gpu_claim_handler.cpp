@@ -44,7 +44,8 @@ GpuClaimHandler::GpuClaimHandler(runtime::WorkerPool& pool, ClaimSource& source,
                                  GpuClaimHandlerOptions options)
     : pool_(pool), source_(source), inventory_(inventory), committer_(committer), specs_(specs), mps_(mps),
       options_(std::move(options)), smi_(options_.driver_root) {
-  if (options_.mig_library) dynamic_mig_ = std::make_unique<DynamicMig>(pool_, *options_.mig_library);
+  if (options_.mig_library) dynamic_mig_ = std::make_unique<DynamicMig>(
+        pool_, *options_.mig_library, options_.metrics ? *options_.metrics : metrics::null_sink());
 }
 
 MpsDaemon GpuClaimHandler::mps_daemon(const std::string& id, std::vector<std::string> uuids, MpsPlan plan) const {

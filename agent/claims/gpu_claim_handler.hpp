@@ -45,6 +45,7 @@ struct GpuClaimHandlerOptions {
   // agent's long-lived library; must outlive the handler). Null: dynamic MIG devices in the
   // inventory (GpuInventory(model, true)) cannot be prepared and recover() leaves MIG alone.
   nvml::GpuLibrary* mig_library = nullptr;
+  metrics::Sink* metrics = nullptr;  // where DynamicMIG counts MIG devices; null: nowhere
 };
 
 // Whether a checkpointed claim still exists in the API (same namespace, name and UID).

@@ -10,6 +10,8 @@
 #include "agent/base/log.hpp"
 #include "agent/config/options.hpp"
 #include "agent/controller/compute_domain_reconciler.hpp"
+#include "agent/metrics/metered_api_server.hpp"
+#include "agent/metrics/metrics.hpp"
 #include "agent/status/agent_status.hpp"
 #include "k8s/client_config.hpp"
 #include "k8s/https_api_server.hpp"
@@ -50,7 +52,7 @@ awaitable<void> ComputeDomainController::run() {
     report("API client: " + created.error().describe());
     throw std::runtime_error("controller: " + created.error().describe());
   }
-  std::shared_ptr<k8s::ApiServer> api = std::move(*created);
+  std::shared_ptr<k8s::ApiServer> api = std::make_shared<metrics::MeteredApiServer>(std::move(*created), ctx_.metrics);
 
   k8s::LeaseElectorOptions eo;
   eo.ns = o.namespace_name;

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "agent/metrics/metered_api_server.hpp"
+#include "agent/metrics/metrics.hpp"
 #include "k8s/client_config.hpp"
 #include "k8s/https_api_server.hpp"
 
@@ -19,7 +21,8 @@ Result<std::shared_ptr<k8s::ApiServer>> connect(RunContext& ctx, double qps, int
   if (!cfg) return cfg.error();
   auto api = k8s::HttpsApiServer::create(ctx.executor, std::move(*cfg));
   if (!api) return api.error();
-  return std::shared_ptr<k8s::ApiServer>(std::move(*api));
+  // Every request is counted for the metrics page (nvdra_api_*).
+  return std::shared_ptr<k8s::ApiServer>(std::make_shared<metrics::MeteredApiServer>(std::move(*api), ctx.metrics));
 }
 
 }  // namespace

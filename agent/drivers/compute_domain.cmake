@@ -7,6 +7,6 @@ if(NOT TARGET nvdra_compute_domain)
     ${CMAKE_CURRENT_LIST_DIR}/compute_domain_claims.cpp
     ${CMAKE_CURRENT_LIST_DIR}/imex_unit_watcher.cpp)
   target_link_libraries(nvdra_compute_domain
-    PUBLIC nvdra_agent_support nvdra_imex nvdra_claims nvdra_k8s nvdra_kubelet nvdra_config nvdra_systemd_bus nvdra_runtime
+    PUBLIC nvdra_agent_support nvdra_metrics nvdra_imex nvdra_claims nvdra_k8s nvdra_kubelet nvdra_config nvdra_systemd_bus nvdra_runtime
     PRIVATE nvdra_warnings simdjson::simdjson Boost::json PkgConfig::SYSTEMD)
 endif()

@@ -11,6 +11,7 @@
 #include "agent/drivers/driver_checkpoint.hpp"
 #include "agent/drivers/imex_unit_watcher.hpp"
 #include "agent/drivers/node_gpus.hpp"
+#include "agent/metrics/metrics.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "agent/status/agent_status.hpp"
 #include "cdi/file_spec_store.hpp"
@@ -125,11 +126,14 @@ boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::
   if (parts->host_managed && policy != imex::CheckPolicy::kOff) {
     parts->watcher = std::make_unique<ImexUnitWatcher>(ctx_.system_bus, o.imex_unit);
     auto* status = &ctx_.status;
-    parts->watcher->on_change([status](const imex::UnitView& v) {
+    auto* metrics = &ctx_.metrics;
+    parts->watcher->on_change([status, metrics](const imex::UnitView& v) {
+      metrics->set_imex_unit(v.unit, v.reach == imex::Reach::kKnown ? v.state.active_state : "unknown");
       status->set_imex({"hostManaged", v.unit, v.state.active_state, v.state.sub_state});
       if (v.reach == imex::Reach::kKnown && !imex::is_active(v.state))
         status->record_error("imex", "unit " + v.unit + " is not active: " + imex::describe(v.state));
     });
+    metrics->set_imex_unit(o.imex_unit, "unknown");  // until systemd has answered
     parts->watcher->start(ctx_.executor);
     if (policy == imex::CheckPolicy::kEnforce)
       gate = [w = parts->watcher.get()] { return imex::prepare_allowed(imex::CheckPolicy::kEnforce, w->view()); };

@@ -4,6 +4,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "agent/base/log.hpp"
+#include "agent/metrics/metrics.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "agent/status/agent_status.hpp"
 
@@ -12,9 +13,9 @@ namespace nvdra::drivers {
 namespace {
 
 // Blocking: flock, read, fsync.
-Result<DriverCheckpoint> open_once(const std::string& dir) {
+Result<DriverCheckpoint> open_once(const claims::FileCheckpointStoreOptions& options) {
   DriverCheckpoint out;
-  auto store = claims::FileCheckpointStore::open(claims::FileCheckpointStoreOptions{dir});
+  auto store = claims::FileCheckpointStore::open(options);
   if (!store) return store.error();
   auto loaded = (*store)->load();
   if (!loaded) return loaded.error();
@@ -31,9 +32,12 @@ Result<DriverCheckpoint> open_once(const std::string& dir) {
 
 boost::asio::awaitable<Result<DriverCheckpoint>> open_driver_checkpoint(RunContext& ctx, std::string driver,
                                                                         std::string dir) {
+  claims::FileCheckpointStoreOptions options{dir};
+  options.metrics = &ctx.metrics;
+  options.driver = driver;
   bool said = false;
   for (;;) {
-    auto opened = co_await ctx.workers.run([dir] { return open_once(dir); });
+    auto opened = co_await ctx.workers.run([&options] { return open_once(options); });
     if (opened || !claims::FileCheckpointStore::is_lock_held(opened.error())) co_return opened;
     if (!said) {
       said = true;

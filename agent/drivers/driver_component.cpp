@@ -115,8 +115,11 @@ boost::asio::awaitable<void> DriverComponent::serve() {
   claims_ = std::make_unique<StatusReportingHandler>(ctx_.executor, name(), backend_->claims(), ctx_.status,
                                                      [b = backend_.get()] { return b->checkpoint(); });
   claims_->refresh();
+  metered_ = std::make_unique<MeteredClaimHandler>(name(), *claims_, ctx_.metrics,
+                                                   [b = backend_.get()] { return b->checkpoint(); });
+  metered_->refresh();
 
-  plugin_ = std::make_unique<kubelet::PluginServer>(ctx_.executor, plugin_config(), *claims_, backend_->health());
+  plugin_ = std::make_unique<kubelet::PluginServer>(ctx_.executor, plugin_config(), *metered_, backend_->health());
   plugin_->on_registration([this](const kubelet::RegistrationStatus& status) {
     if (status.state == kubelet::RegistrationState::kRegistered) ctx_.readiness.satisfy(registered_condition(kind_));
     report(status.state == kubelet::RegistrationState::kRejected ? "kubelet rejected the registration: " + status.error
@@ -168,6 +171,7 @@ boost::asio::awaitable<void> DriverComponent::run() {
   if (plugin_) co_await plugin_->stop();
   publisher_.reset();
   plugin_.reset();
+  metered_.reset();
   claims_.reset();
   backend_.reset();
   if (failure) {

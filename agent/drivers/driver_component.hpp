@@ -11,6 +11,7 @@
 #include "agent/runtime/component.hpp"
 #include "agent/config/options.hpp"
 #include "agent/drivers/driver_backend.hpp"
+#include "agent/drivers/metered_claim_handler.hpp"
 #include "agent/drivers/status_reporting.hpp"
 #include "agent/kubelet/plugin_server.hpp"
 
@@ -48,6 +49,7 @@ class DriverComponent final : public Component {
   // Rebuilt by each run(), destroyed in reverse: the plugin stops before the claims it calls.
   std::unique_ptr<DriverBackend> backend_;
   std::unique_ptr<StatusReportingHandler> claims_;
+  std::unique_ptr<MeteredClaimHandler> metered_;  // nvidia_dra_* around claims_
   std::unique_ptr<kubelet::PluginServer> plugin_;
   std::unique_ptr<k8s::SlicePublisher> publisher_;
   bool published_ = false;

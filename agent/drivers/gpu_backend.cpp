@@ -14,6 +14,7 @@
 #include "agent/drivers/api_claim_source.hpp"
 #include "agent/drivers/driver_checkpoint.hpp"
 #include "agent/drivers/node_gpus.hpp"
+#include "agent/metrics/metrics.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "agent/status/agent_status.hpp"
 #include "cdi/driver_discovery.hpp"
@@ -118,6 +119,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   ho.host = p.host;
   // DynamicMIG creates and destroys MIG devices through the one NVML session the backend keeps.
   ho.mig_library = p.gpus->library.get();
+  ho.metrics = &ctx_.metrics;
   ho.gates.time_slicing_settings = o.gates.enabled("TimeSlicingSettings");
   ho.gates.mps_support = o.gates.enabled("MPSSupport");
   ho.gates.passthrough_support = o.gates.enabled("PassthroughSupport");

@@ -15,6 +15,7 @@ namespace nvdra::systemd { class Notifier; }
 namespace nvdra::systemd_bus { class BusConnection; }
 namespace nvdra::status { class AgentStatus; }
 namespace nvdra::drivers { class NodeGpus; }
+namespace nvdra::metrics { class Metrics; }
 
 namespace nvdra::runtime {
 class Readiness;
@@ -33,6 +34,7 @@ struct RunContext {
   status::AgentStatus& status;             // what host tooling sees (D-Bus StatusService)
   systemd_bus::BusConnection& system_bus;  // shared: status service and IMEX unit watcher
   drivers::NodeGpus& gpus;                 // the one NVML session, shared by both drivers
+  metrics::Metrics& metrics;               // the Prometheus registry (a metrics::Sink for the leaves)
 };
 
 class Component {

@@ -1,0 +1,101 @@
+#include "agent/drivers/metered_claim_handler.hpp"
+
+#include <chrono>
+#include <exception>
+#include <set>
+
+#include "agent/claims/checkpoint_model.hpp"
+#include "agent/config/options.hpp"
+#include "agent/metrics/metrics.hpp"
+
+namespace nvdra::drivers {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// One checkpointed device entry: {"gpu":{…},"mig":null,…}; its type is the key that is not null.
+std::string device_type(const boost::json::value& entry) {
+  if (const auto* o = entry.if_object())
+    for (const char* type : {"gpu", "mig", "vfio", "channel", "daemon"})
+      if (auto it = o->find(type); it != o->end() && !it->value().is_null()) return type;
+  return "unknown";
+}
+
+}  // namespace
+
+CheckpointCounts count_prepared(const claims::Checkpoint& checkpoint) {
+  CheckpointCounts counts;
+  std::set<std::string> daemons;
+  for (const auto& [uid, claim] : checkpoint.claims) {
+    if (claim.state != claims::ClaimState::kPrepareCompleted) continue;
+    for (const auto& group : claim.prepared_devices) {
+      const auto* g = group.if_object();
+      if (!g) continue;
+      if (auto it = g->find("devices"); it != g->end() && it->value().is_array())
+        for (const auto& entry : it->value().get_array()) ++counts.devices_by_type[device_type(entry)];
+      if (auto it = g->find("configState"); it != g->end() && it->value().is_object())
+        if (auto id = it->value().get_object().find("mpsControlDaemonID");
+            id != it->value().get_object().end() && id->value().is_string() && !id->value().get_string().empty())
+          daemons.insert(std::string(id->value().get_string()));
+    }
+  }
+  counts.mps_daemons = static_cast<int64_t>(daemons.size());
+  return counts;
+}
+
+MeteredClaimHandler::MeteredClaimHandler(std::string driver, kubelet::ClaimHandler& inner, metrics::Metrics& metrics,
+                                         std::function<const claims::Checkpoint*()> checkpoint)
+    : driver_(std::move(driver)), inner_(inner), metrics_(metrics), checkpoint_(std::move(checkpoint)) {}
+
+void MeteredClaimHandler::refresh() {
+  const auto* cp = checkpoint_();
+  if (!cp) return;
+  const auto counts = count_prepared(*cp);
+  metrics_.set_prepared_devices(driver_, counts.devices_by_type);
+  if (driver_ == config::kGpuDriverName) metrics_.set_mps_daemons(driver_, counts.mps_daemons);
+}
+
+boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> MeteredClaimHandler::prepare(
+    kubelet::ClaimRef claim) {
+  const auto start = Clock::now();
+  metrics_.request_started(driver_, metrics::Operation::kPrepare);
+  std::optional<Result<std::vector<kubelet::PreparedDevice>>> result;
+  std::exception_ptr failure;
+  try {
+    result.emplace(co_await inner_.prepare(std::move(claim)));
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  // A cancelled or throwing call is an error too: it ended without devices.
+  const bool ok = result && result->ok();
+  metrics_.request_finished(driver_, metrics::Operation::kPrepare, seconds_since(start),
+                            ok ? "" : metrics::kErrorPrepareDevices);
+  refresh();
+  if (failure) std::rethrow_exception(failure);
+  co_return std::move(*result);
+}
+
+boost::asio::awaitable<Status> MeteredClaimHandler::unprepare(kubelet::ClaimRef claim) {
+  const auto start = Clock::now();
+  metrics_.request_started(driver_, metrics::Operation::kUnprepare);
+  std::optional<Status> result;
+  std::exception_ptr failure;
+  try {
+    result.emplace(co_await inner_.unprepare(std::move(claim)));
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  const bool ok = result && result->ok();
+  metrics_.request_finished(driver_, metrics::Operation::kUnprepare, seconds_since(start),
+                            ok ? "" : metrics::kErrorUnprepareDevices);
+  refresh();
+  if (failure) std::rethrow_exception(failure);
+  co_return std::move(*result);
+}
+
+}  // namespace nvdra::drivers
