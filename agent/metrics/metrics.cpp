@@ -7,6 +7,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "agent/metrics/process_metrics.hpp"
@@ -203,6 +204,11 @@ std::string Metrics::render() const {
   std::erase_if(families, [](const prometheus::MetricFamily& f) { return f.metric.empty(); });
   auto process = collect_process_metrics(start_time_seconds_);
   families.insert(families.end(), std::make_move_iterator(process.begin()), std::make_move_iterator(process.end()));
+  // Go's client orders families by name and series by label values; so does this page, so two
+  // scrapes (and nvdra's and upstream's pages) diff line by line.
+  std::sort(families.begin(), families.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  for (auto& f : families)
+    std::sort(f.metric.begin(), f.metric.end(), [](const auto& a, const auto& b) { return a.label < b.label; });
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, families);
   return std::move(out).str();

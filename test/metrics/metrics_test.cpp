@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace nvdra::metrics {
 namespace {
@@ -150,6 +152,24 @@ TEST(Metrics, ScrapesAreCountedAsPromhttpDoes) {
   s = samples(m.render());
   EXPECT_EQ(s.at("promhttp_metric_handler_requests_in_flight"), "0");
   EXPECT_EQ(s.at("promhttp_metric_handler_requests_total{code=\"200\"}"), "1");
+}
+
+TEST(Metrics, FamiliesAreOrderedByNameAndSeriesByLabelsAsGoDoes) {
+  Metrics m("node-a", "v", {kGpu, "compute-domain.nvidia.com"});
+  m.api_request("list", 200);
+  const auto page = m.render();
+  std::vector<std::string> names, series;
+  std::istringstream in(page);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# TYPE ", 0) == 0) names.push_back(line.substr(7, line.find(' ', 7) - 7));
+    if (line.rfind("nvidia_dra_requests_total{", 0) == 0) series.push_back(line);
+  }
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+  EXPECT_EQ(series, (std::vector<std::string>{
+                        "nvidia_dra_requests_total{driver=\"compute-domain.nvidia.com\",operation=\"prepare\"} 0",
+                        "nvidia_dra_requests_total{driver=\"compute-domain.nvidia.com\",operation=\"unprepare\"} 0",
+                        "nvidia_dra_requests_total{driver=\"gpu.nvidia.com\",operation=\"prepare\"} 0",
+                        "nvidia_dra_requests_total{driver=\"gpu.nvidia.com\",operation=\"unprepare\"} 0"}));
 }
 
 TEST(Metrics, PageEndsWithTheProcessSeries) {
