@@ -118,9 +118,20 @@ Result<Invocation> load_invocation(const std::vector<std::string>& args, const E
   devices->add_option("-o,--output", inv.devices_output_format, "table or json")
       ->check(CLI::IsMember({"table", "json"}));
 
+  // Go's flag package reads `--x=` as the empty value (upstream: `--metrics-path=` turns metrics
+  // off); CLI11 calls it a missing value, so it is passed on as `--x ""`.
+  std::vector<std::string> expanded;
+  for (const auto& a : args) {
+    if (a.size() > 3 && a.rfind("--", 0) == 0 && a.find('=') == a.size() - 1) {
+      expanded.push_back(a.substr(0, a.size() - 1));
+      expanded.emplace_back();
+    } else {
+      expanded.push_back(a);
+    }
+  }
   std::vector<const char*> argv;
   argv.push_back("nvdra-agent");
-  for (const auto& a : args) argv.push_back(a.c_str());
+  for (const auto& a : expanded) argv.push_back(a.c_str());
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::CallForHelp&) {

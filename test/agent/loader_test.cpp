@@ -62,6 +62,17 @@ TEST_F(LoaderTest, FlagBeatsEnvBeatsFileBeatsDefault) {
   EXPECT_EQ(inv->options.kube_api_qps, 5);
 }
 
+TEST_F(LoaderTest, AnEmptyValueAfterTheEqualsSignIsTheEmptyValueAsInGo) {
+  auto inv = load({"--node-name=n", "--http-endpoint=:8080", "--metrics-path="});
+  ASSERT_TRUE(inv) << inv.error().message;
+  EXPECT_EQ(inv->options.http_endpoint, ":8080");
+  EXPECT_EQ(inv->options.metrics_path, "");
+  inv = load({"--node-name", "n", "--metrics-path", ""});
+  ASSERT_TRUE(inv) << inv.error().message;
+  EXPECT_EQ(inv->options.metrics_path, "");
+  EXPECT_EQ(load({"--node-name", "n"})->options.metrics_path, "/metrics");
+}
+
 TEST_F(LoaderTest, BadFlagValueNamesTheFlag) {
   auto inv = load({"--node-name", "n", "--kube-api-qps", "fast"});
   ASSERT_FALSE(inv);

@@ -124,7 +124,7 @@ class MetricsPage(unittest.TestCase):
         self.assertEqual((e.exception.code, e.exception.read()), (404, b"404 page not found\n"))
 
     def test_no_listener_without_an_endpoint_or_a_path(self):
-        for args, env in (((), None), (("--http-endpoint=127.0.0.1:0", "--metrics-path", ""), None),
+        for args, env in (((), None), (("--http-endpoint=127.0.0.1:0", "--metrics-path="), None),
                           (("--http-endpoint=127.0.0.1:0",), {"METRICS_PATH": ""})):
             with self.subTest(args=args, env=env):
                 node = self.start(*args, env=env)

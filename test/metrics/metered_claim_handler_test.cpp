@@ -1,0 +1,90 @@
+// MeteredClaimHandler: upstream's request series around a ClaimHandler, and the checkpoint
+// counts (devices by upstream's device_type, MPS daemons) it refreshes after each call.
+#include "agent/drivers/metered_claim_handler.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/json/parse.hpp>
+
+#include "agent/claims/checkpoint_model.hpp"
+#include "agent/metrics/metrics.hpp"
+#include "test/support/run_awaitable.hpp"
+
+namespace nvdra::drivers {
+namespace {
+
+claims::CheckpointedClaim claim(claims::ClaimState state, const char* devices) {
+  claims::CheckpointedClaim c;
+  c.state = state;
+  c.prepared_devices = boost::json::parse(devices).as_array();
+  return c;
+}
+
+const char* kGpuAndMig = R"([{"devices":[{"gpu":{"info":{}},"mig":null},{"gpu":null,"mig":{"concrete":{}}}],
+                              "configState":{"mpsControlDaemonID":"uid-1-abcde"}},
+                             {"devices":[{"gpu":null,"mig":null,"vfio":{"info":{}}},{"gpu":null,"mig":null}],
+                              "configState":{}}])";
+
+TEST(CountPrepared, CountsCompletedClaimsByDeviceTypeAndDistinctMpsDaemons) {
+  claims::Checkpoint cp;
+  cp.claims["a"] = claim(claims::ClaimState::kPrepareCompleted, kGpuAndMig);
+  cp.claims["b"] = claim(claims::ClaimState::kPrepareStarted, kGpuAndMig);  // not prepared: not counted
+  cp.claims["c"] = claim(claims::ClaimState::kPrepareCompleted,
+                         R"([{"devices":[{"channel":{"info":{"id":0}},"daemon":null}],"configState":{"Type":"channel"}}])");
+  const auto counts = count_prepared(cp);
+  EXPECT_EQ(counts.devices_by_type,
+            (std::map<std::string, int64_t>{{"channel", 1}, {"gpu", 1}, {"mig", 1}, {"unknown", 1}, {"vfio", 1}}));
+  EXPECT_EQ(counts.mps_daemons, 1);
+}
+
+struct FakeHandler : kubelet::ClaimHandler {
+  bool fail = false;
+  claims::Checkpoint* cp = nullptr;
+  boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare(kubelet::ClaimRef ref) override {
+    if (fail) co_return make_error(ErrorCode::kInvalidArgument, "no");
+    cp->claims[ref.uid] = claim(claims::ClaimState::kPrepareCompleted, R"([{"devices":[{"gpu":{},"mig":null}]}])");
+    co_return std::vector<kubelet::PreparedDevice>{};
+  }
+  boost::asio::awaitable<Status> unprepare(kubelet::ClaimRef ref) override {
+    cp->claims.erase(ref.uid);
+    co_return Status{};
+  }
+};
+
+std::string sample(const std::string& page, const std::string& key) {
+  const auto at = page.find("\n" + key + " ");
+  if (at == std::string::npos) return "missing";
+  const auto start = at + key.size() + 2;
+  return page.substr(start, page.find('\n', start) - start);
+}
+
+TEST(MeteredClaimHandler, CountsRequestsErrorsAndPreparedDevices) {
+  boost::asio::io_context io;
+  claims::Checkpoint cp;
+  FakeHandler inner;
+  inner.cp = &cp;
+  metrics::Metrics m("node-a", "v", {"gpu.nvidia.com"});
+  MeteredClaimHandler h("gpu.nvidia.com", inner, m, [&cp] { return &cp; });
+  const kubelet::ClaimRef ref{"ns", "c", "uid-1"};
+  EXPECT_TRUE(testing::run_awaitable(io, h.prepare(ref)).ok());
+  inner.fail = true;
+  EXPECT_FALSE(testing::run_awaitable(io, h.prepare({"ns", "d", "uid-2"})).ok());
+  auto page = m.render();
+  const std::string prep = "{driver=\"gpu.nvidia.com\",operation=\"prepare\"}";
+  EXPECT_EQ(sample(page, "nvidia_dra_requests_total" + prep), "1");
+  EXPECT_EQ(sample(page, "nvidia_dra_request_duration_seconds_count" + prep), "2");
+  EXPECT_EQ(sample(page, "nvidia_dra_requests_inflight" + prep), "0");
+  EXPECT_EQ(sample(page, "nvidia_dra_node_prepare_errors_total{driver=\"gpu.nvidia.com\",error_type=\"prepare_devices\"}"),
+            "1");
+  const std::string gpus = "nvidia_dra_prepared_devices{device_type=\"gpu\",driver=\"gpu.nvidia.com\",node=\"node-a\"}";
+  EXPECT_EQ(sample(page, gpus), "1");
+  EXPECT_EQ(sample(page, "nvdra_mps_control_daemons{driver=\"gpu.nvidia.com\"}"), "0");
+  EXPECT_TRUE(testing::run_awaitable(io, h.unprepare(ref)).ok());
+  page = m.render();
+  EXPECT_EQ(sample(page, "nvidia_dra_requests_total{driver=\"gpu.nvidia.com\",operation=\"unprepare\"}"), "1");
+  EXPECT_EQ(sample(page, gpus), "0");
+}
+
+}  // namespace
+}  // namespace nvdra::drivers
