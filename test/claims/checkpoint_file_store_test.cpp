@@ -62,6 +62,21 @@ TEST(FileCheckpointStore, SavedCheckpointLoadsBackFromAnotherStore) {
   EXPECT_EQ(names(tmp.path()), (std::vector<std::string>{"checkpoint.json", "cp.lock"})) << "no temp files left";
 }
 
+TEST(FileCheckpointStore, SavesAndFsyncsAreReportedForTheMetricsPage) {
+  struct Recorder : metrics::Sink {
+    std::vector<std::string> events;
+    void checkpoint_save(std::string_view d) override { events.push_back("save " + std::string(d)); }
+    void checkpoint_fsync(std::string_view d) override { events.push_back("fsync " + std::string(d)); }
+  } sink;
+  TempDir tmp;
+  FileCheckpointStoreOptions options{tmp.path()};
+  options.metrics = &sink;
+  options.driver = "gpu.nvidia.com";
+  auto store = FileCheckpointStore::open(options).value();
+  ASSERT_TRUE(store->save(sample()).ok());
+  EXPECT_EQ(sink.events, (std::vector<std::string>{"fsync gpu.nvidia.com", "save gpu.nvidia.com"}));
+}
+
 TEST(FileCheckpointStore, CorruptFileIsRefusedAndACopyKeptAside) {
   TempDir tmp;
   write(tmp.path() + "/checkpoint.json", encode_checkpoint(sample()).substr(0, 40));

@@ -6,6 +6,8 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include <atomic>
+
 #include "test/support/run_awaitable.hpp"
 #include "agent/claims/prepared_claim.hpp"
 #include "test/claims/pipeline_fixture.hpp"
@@ -19,6 +21,13 @@ using namespace asio::experimental::awaitable_operators;
 using FailNext = int (*)(const char*, int, unsigned);
 constexpr const char* kGpu0 = "GPU-8b2e6f10-3c4d-4a5b-8e9f-1a2b3c4d6e01";
 constexpr const char* kGpu1 = "GPU-8b2e6f10-3c4d-4a5b-8e9f-1a2b3c4d6e02";
+
+// Counts what DynamicMIG reports for the metrics page (from pool threads: atomics).
+struct MigCounts : metrics::Sink {
+  std::atomic<int> created{0}, destroyed{0};
+  void mig_device_created() override { ++created; }
+  void mig_device_destroyed() override { ++destroyed; }
+};
 
 class DynamicMigTest : public ::testing::Test {
  protected:
@@ -50,6 +59,7 @@ class DynamicMigTest : public ::testing::Test {
     options.host = cdi::HostView{host_root_, "/"};
     options.gates.time_slicing_settings = true;
     options.mig_library = lib_.get();
+    options.metrics = &mig_counts_;
     return std::make_unique<GpuClaimHandler>(pool_, source_, *inventory_, *committer_, specs_, mps_, options);
   }
 
@@ -113,6 +123,7 @@ class DynamicMigTest : public ::testing::Test {
   cdi::MemorySpecStore specs_;
   FakeClaimSource source_;
   FakeMpsControl mps_;
+  MigCounts mig_counts_;
   std::unique_ptr<CheckpointCommitter> committer_;
   std::unique_ptr<GpuClaimHandler> handler_;
 };
@@ -127,6 +138,7 @@ TEST_F(DynamicMigTest, TheFullSetOfOneProfileIsCreatedAndDestroyedWithMigModeFol
   }
   EXPECT_TRUE(mig_on(kGpu0));
   EXPECT_EQ(instances(kGpu0).size(), 7u);
+  EXPECT_EQ(mig_counts_.created, 7);
   // The checkpoint has upstream's concrete MIG record; the CDI spec the new instance's caps.
   const auto e = mig_entry("uid-c3");
   EXPECT_EQ(e.type, DeviceType::kMig);
@@ -139,6 +151,7 @@ TEST_F(DynamicMigTest, TheFullSetOfOneProfileIsCreatedAndDestroyedWithMigModeFol
   for (const auto& c : claims) ASSERT_TRUE(unprepare(c));
   EXPECT_TRUE(instances(kGpu0).empty());
   EXPECT_FALSE(mig_on(kGpu0)) << "Hopper: MIG mode goes off with the last MIG device";
+  EXPECT_EQ(mig_counts_.destroyed, 7);
   EXPECT_TRUE(specs_.files().empty());
   EXPECT_TRUE(committer_->current().claims.empty());
 }
