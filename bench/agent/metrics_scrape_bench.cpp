@@ -49,7 +49,8 @@ void populate(Metrics& m) {
     for (auto op : {Operation::kPrepare, Operation::kUnprepare})
       for (int i = 0; i < 50; ++i) {
         m.request_started(d, op);
-        m.request_finished(d, op, 0.002 * i, i % 25 == 0 ? (op == Operation::kPrepare ? "prepare_devices" : "unprepare_devices") : "");
+        const char* error = op == Operation::kPrepare ? "prepare_devices" : "unprepare_devices";
+        m.request_finished(d, op, 0.002 * i, i % 25 == 0 ? error : "");
       }
   m.set_prepared_devices(kGpu, {{"gpu", 4}, {"mig", 7}, {"vfio", 0}});
   m.set_prepared_devices(kCd, {{"channel", 2}});

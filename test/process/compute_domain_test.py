@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import unittest
+import urllib.request
 
 from gpu_node import CD, SimulatedNode
 from nvdra_testlib import BINARY_DIR, SOURCE_DIR
@@ -75,7 +76,8 @@ class ComputeDomainScenarios(unittest.TestCase):
         self.addCleanup(self.systemd.close)
         self.systemd.set("active", "running")
         self.node = ImexNode(self.bus, profile=self.profile, gates=self.gates,
-                             args=["--controller=false", "--imex-check", self.check, *self.mode_args])
+                             args=["--controller=false", "--imex-check", self.check, *self.mode_args,
+                                   "--http-endpoint=127.0.0.1:0"])
         self.addCleanup(self.node.cleanup)
         self.node.start()
         cd = self.node.api.put_object({
@@ -106,6 +108,13 @@ class ComputeDomainScenarios(unittest.TestCase):
                 return
             time.sleep(0.05)  # polling a log file for an event with a deadline, not a timing assertion
         self.fail(f"no log line matching {pattern!r}; log:\n{self.node.agent_log()}")
+
+    def metrics(self):
+        """The agent's metrics page as {'name{labels}': value}."""
+        port = re.search(r"metrics listening address=\S+ port=(\d+)", self.node.agent_log()).group(1)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            lines = r.read().decode().splitlines()
+        return {k: float(v) for k, v in (l.rsplit(" ", 1) for l in lines if l and not l.startswith("#"))}
 
     def assert_clean(self):
         self.assertEqual([f for f in self.node.cdi_files() if "compute-domain" in f and "claim_" in f], [])
@@ -165,6 +174,11 @@ class HostManagedWarn(ComputeDomainScenarios):
         self.wait_log(r"imex unit=nvidia-imex.service load=loaded active=inactive sub=dead")
         claim = self.channel_claim("pod-warn")
         self.assertEqual(self.cd().prepare([claim])[claim.uid]["error"], "")
+        m = self.metrics()
+        self.assertEqual(m['nvdra_imex_unit_state{state="inactive",unit="nvidia-imex.service"}'], 1)
+        self.assertEqual(m['nvdra_imex_unit_state{state="active",unit="nvidia-imex.service"}'], 0)
+        self.assertEqual(m['nvidia_dra_prepared_devices{device_type="channel",driver="compute-domain.nvidia.com",'
+                           'node="gpu-node-1"}'], 1)
         self.cd().unprepare([claim])
         self.assertEqual(self.systemd.lifecycle_calls(), 0, "the agent must never start, stop or restart the unit")
 
