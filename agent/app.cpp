@@ -14,6 +14,7 @@
 #include "agent/drivers/node_gpus.hpp"
 #include "agent/metrics/metrics.hpp"
 #include "agent/metrics/metrics_component.hpp"
+#include "agent/health/health_component.hpp"
 #include "agent/runtime/readiness.hpp"
 #include "agent/runtime/supervisor.hpp"
 #include "agent/runtime/worker_pool.hpp"
@@ -85,7 +86,21 @@ int App::run() {
   // --http-endpoint + --metrics-path: the Prometheus page (bound now: a bad address fails start-up).
   if (metrics::MetricsComponent::should_run(options_))
     components.push_back(std::make_unique<metrics::MetricsComponent>(ctx));
-  for (auto kind : options_.drivers) components.push_back(std::make_unique<drivers::DriverComponent>(kind, ctx));
+  std::vector<drivers::DriverComponent*> driver_components;
+  for (auto kind : options_.drivers) {
+    components.push_back(std::make_unique<drivers::DriverComponent>(kind, ctx));
+    driver_components.push_back(static_cast<drivers::DriverComponent*>(components.back().get()));
+  }
+  // --healthcheck-port (-1 off): grpc.health.v1 for kubelet's probes.
+  if (options_.healthcheck_port >= 0) {
+    std::vector<health::HealthTarget> targets;
+    for (auto* d : driver_components)
+      targets.push_back({d->name(), d->sockets(), [d] { return d->registration().state; }});
+    auto hc = std::make_unique<health::HealthComponent>(io.get_executor(), workers, options_.healthcheck_port,
+                                                        std::move(targets));
+    for (auto* d : driver_components) d->on_registration_change([h = hc.get()] { h->recheck(); });
+    components.push_back(std::move(hc));
+  }
   // The ComputeDomain controller role (HostManagedIMEX, --controller): elected among the agents.
   if (controller::ComputeDomainController::should_run(options_)) {
     components.push_back(std::make_unique<controller::ComputeDomainController>(ctx));

@@ -73,6 +73,15 @@ kubelet::RegistrationStatus DriverComponent::registration() const {
   return plugin_ ? plugin_->registration() : kubelet::RegistrationStatus{};
 }
 
+kubelet::SocketPaths DriverComponent::sockets() const {
+  const auto cfg = plugin_config();
+  return kubelet::socket_paths(cfg.driver_name, cfg.registrar_dir, cfg.plugin_data_dir, cfg.rolling_update_uid);
+}
+
+void DriverComponent::registration_changed() {
+  for (auto& fn : registration_listeners_) fn();
+}
+
 namespace {
 
 const char* registration_text(kubelet::RegistrationState state) {
@@ -124,6 +133,7 @@ boost::asio::awaitable<void> DriverComponent::serve() {
     if (status.state == kubelet::RegistrationState::kRegistered) ctx_.readiness.satisfy(registered_condition(kind_));
     report(status.state == kubelet::RegistrationState::kRejected ? "kubelet rejected the registration: " + status.error
                                                                   : "");
+    registration_changed();
   });
   co_await ctx_.workers.run([plugin = plugin_.get()] { plugin->start(); });
   log->info("driver={} data_dir={} started", name(), data_dir.string());
@@ -174,6 +184,7 @@ boost::asio::awaitable<void> DriverComponent::run() {
   metered_.reset();
   claims_.reset();
   backend_.reset();
+  registration_changed();
   if (failure) {
     try {
       std::rethrow_exception(failure);

@@ -6,7 +6,9 @@
 // NotifyRegistrationStatus says so), and devices published (the ResourceSlice publisher's). What
 // differs between the drivers (start-up, claims, devices) is its DriverBackend; each run() builds
 // a fresh one, so a restart by the Supervisor starts clean.
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "agent/runtime/component.hpp"
 #include "agent/config/options.hpp"
@@ -33,6 +35,11 @@ class DriverComponent final : public Component {
   // What kubelet last said about this driver's registration (io_context thread; for the status
   // service). kWaiting while not serving.
   kubelet::RegistrationStatus registration() const;
+  // Where this driver's plugin listens (fixed for the component's life).
+  kubelet::SocketPaths sockets() const;
+  // `fn` runs on the io_context thread after each change of registration(): kubelet's
+  // NotifyRegistrationStatus, or the plugin stopping (for the gRPC health check).
+  void on_registration_change(std::function<void()> fn) { registration_listeners_.push_back(std::move(fn)); }
 
   static std::string registered_condition(config::DriverKind kind);
   static std::string published_condition(config::DriverKind kind);
@@ -43,6 +50,7 @@ class DriverComponent final : public Component {
   // Keeps this node's ResourceSlices right (api set), or waits for cancellation (no API server).
   boost::asio::awaitable<void> publish(std::shared_ptr<k8s::ApiServer> api);
   void report(std::string detail);  // this driver's row in AgentStatus
+  void registration_changed();
 
   config::DriverKind kind_;
   RunContext& ctx_;
@@ -53,6 +61,7 @@ class DriverComponent final : public Component {
   std::unique_ptr<kubelet::PluginServer> plugin_;
   std::unique_ptr<k8s::SlicePublisher> publisher_;
   bool published_ = false;
+  std::vector<std::function<void()>> registration_listeners_;
 };
 
 }  // namespace nvdra::drivers

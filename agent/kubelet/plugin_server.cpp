@@ -1,6 +1,7 @@
 #include "agent/kubelet/plugin_server.hpp"
 
 #include <fmt/format.h>
+#include <grpcpp/ext/health_check_service_server_builder_option.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/service_type.h>
 #include <sys/stat.h>
@@ -46,6 +47,9 @@ std::unique_ptr<grpc::Server> listen_unix(const std::string& path, const std::ve
   if (staged) socket_file::remove_stale(staging);
 
   grpc::ServerBuilder builder;
+  // No grpc.health.v1 here, even when --healthcheck-port switched grpc++'s default one on for the
+  // process: kubelet does not ask on these sockets, and upstream serves none there.
+  builder.SetOption(std::make_unique<grpc::HealthCheckServiceServerBuilderOption>(nullptr));
   builder.AddListeningPort("unix:" + bind_path, grpc::InsecureServerCredentials());
   for (auto* s : services) builder.RegisterService(s);
   auto server = builder.BuildAndStart();

@@ -1,4 +1,5 @@
-"""CLI: python3 -m kubelet_double {register,prepare,unprepare,health} --dir REGISTRAR_DIR ... (README.md)."""
+"""CLI: python3 -m kubelet_double {register,prepare,unprepare,health} --dir REGISTRAR_DIR ... | probe --port P
+(README.md)."""
 import argparse
 import json
 import sys
@@ -6,6 +7,7 @@ import sys
 import grpc
 
 from kubelet_double.double import Claim, KubeletDouble, RegistrationError
+from kubelet_double.probe import grpc_probe
 
 
 def _plugin(double, args):
@@ -74,8 +76,17 @@ def main(argv=None):
     health = sub.add_parser("health", parents=[one], help="NodeWatchResources; one JSON line per report")
     health.add_argument("--version", choices=["v1", "v1alpha1"], help="health API (default: kubelet 1.37's choice)")
     health.add_argument("--count", type=int, default=0, help="stop after this many reports (0 = forever)")
+    probe = sub.add_parser("probe", help="kubelet's gRPC probe (grpc.health.v1 Check); prints {result, message}")
+    probe.add_argument("--port", type=int, required=True)
+    probe.add_argument("--service", default="", help="the probe's grpc.service (the DaemonSet's: liveness)")
+    probe.add_argument("--host", default="127.0.0.1")
+    probe.add_argument("--probe-timeout", type=float, default=1.0, help="timeoutSeconds (kubelet's default 1)")
 
     args = parser.parse_args(argv)
+    if args.command == "probe":
+        result, message = grpc_probe(args.port, args.service, args.host, args.probe_timeout)
+        print(json.dumps({"result": result, "message": message}))
+        return 0 if result == "success" else 3
     if args.command == "register" and not args.driver:
         args.driver = ["gpu.nvidia.com", "compute-domain.nvidia.com"]
     double = KubeletDouble(args.dir)

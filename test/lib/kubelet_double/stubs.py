@@ -12,12 +12,12 @@ import tempfile
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SOURCE_DIR = os.environ.get("NVDRA_SOURCE_DIR", os.path.join(_HERE, "..", "..", ".."))
 PROTO_DIR = os.path.join(_SOURCE_DIR, "agent", "kubelet", "proto")
-PROTOS = ["registration", "dra_v1beta1", "dra_v1", "health_v1alpha1", "health_v1"]
+PROTOS = ["registration", "dra_v1beta1", "dra_v1", "health_v1alpha1", "health_v1", "grpc_health_v1"]
 
 
 def _generated_dir():
     built = os.path.join(os.environ.get("NVDRA_BINARY_DIR", ""), "kubelet_double_stubs")
-    if os.environ.get("NVDRA_BINARY_DIR") and os.path.exists(os.path.join(built, "health_v1_pb2_grpc.py")):
+    if os.environ.get("NVDRA_BINARY_DIR") and os.path.exists(os.path.join(built, PROTOS[-1] + "_pb2_grpc.py")):
         return built
     out = tempfile.mkdtemp(prefix="kubelet-double-stubs-")
     plugin = shutil.which("grpc_python_plugin")
