@@ -9,6 +9,7 @@ ResourceClaims, the agent, and the kubelet double talking to it over the real so
 """
 import json
 import os
+import re
 import select
 import signal
 import ssl
@@ -130,9 +131,10 @@ class SimulatedNode:
             args += ["--mps-manager=process"]
         return args + self.extra_args
 
-    def start(self, timeout=60, wait_ready=True):
+    def start(self, timeout=60, wait_ready=True, register=True):
         """Starts the agent, registers its plugins with the kubelet double, waits for READY=1 (or only
-        for the plugins of self.drivers, without wait_ready)."""
+        for the plugins of self.drivers, without wait_ready). register=False: the double only calls
+        GetInfo (no NotifyRegistrationStatus), so the agent never hears it is registered."""
         self.runs += 1
         self.notify = NotifySocket(tempfile.mkdtemp(dir=self.root))
         self.log_path = os.path.join(self.root, f"agent-{self.runs}.log")
@@ -142,8 +144,8 @@ class SimulatedNode:
                                      env=self.env(NOTIFY_SOCKET=self.notify.path), stdout=self.log, stderr=self.log)
         self.kubelet = KubeletDouble(self.dirs.registrar)
         try:
-            self.plugins = self.kubelet.wait_for_plugins(self.drivers, timeout=timeout)
-            if wait_ready:
+            self.plugins = self.kubelet.wait_for_plugins(self.drivers, timeout=timeout, notify=register)
+            if wait_ready and register:
                 self.notify.wait_for("READY=1", timeout=timeout)
         except Exception:
             raise AssertionError(f"agent did not get ready; log:\n{self.agent_log()}")
@@ -186,6 +188,21 @@ class SimulatedNode:
         self.log and self.log.flush()
         with open(self.log_path) as f:
             return f.read()
+
+    def wait_log(self, pattern, timeout=20.0):
+        """The first match of the regular expression `pattern` in the agent's log, once it appears."""
+        deadline = time.monotonic() + timeout
+        while True:
+            m = re.search(pattern, self.agent_log())
+            if m:
+                return m
+            if time.monotonic() > deadline or (self.proc is not None and self.proc.poll() is not None):
+                raise AssertionError(f"{pattern!r} not in the agent's log; log:\n{self.agent_log()}")
+            select.select([], [], [], 0.01)
+
+    def healthcheck_port(self):
+        """The TCP port the agent's gRPC health service listens on (it logs it)."""
+        return int(self.wait_log(r"healthcheck serving grpc\.health\.v1 port=(\d+)").group(1))
 
     def rss_kb(self):
         with open(f"/proc/{self.proc.pid}/status") as f:
