@@ -4,18 +4,16 @@ DaemonSet's pod template against core/v1 PodTemplateSpec, RBAC grants exactly th
 uses, the DeviceClasses carry upstream's CEL, the CRD is upstream's, and the host-managed overlay
 renders no daemon DeviceClass and no daemon RBAC."""
 import os
-import shutil
-import subprocess
 import sys
 import unittest
 
 import yaml
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from kustomize import agent_container, render, require_kubectl  # noqa: E402
 from openapi_validator import OPENAPI_DIR, OpenApiValidator  # noqa: E402
 
-SRC = os.environ.get("NVDRA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-KUSTOMIZE = os.path.join(SRC, "contrib", "kubernetes")
 CRD = os.path.join(OPENAPI_DIR, "..", "upstream-crds", "resource.nvidia.com_computedomains.yaml")
 
 # upstream-driver.md §10.3, verbatim.
@@ -41,14 +39,6 @@ CONTROLLER_RULES = {
 }
 
 
-def render(overlay):
-    out = subprocess.run(["kubectl", "kustomize", os.path.join(KUSTOMIZE, "overlays", overlay)],
-                         capture_output=True, text=True, timeout=120)
-    if out.returncode != 0:
-        raise AssertionError(f"kubectl kustomize {overlay} failed: {out.stderr}")
-    return [o for o in yaml.safe_load_all(out.stdout) if o]
-
-
 def rules_of(objs, kind, name):
     role = next(o for o in objs if o["kind"] == kind and o["metadata"]["name"] == name)
     return {(g, r): rule["verbs"] for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
@@ -59,10 +49,10 @@ def env_of(objs):
     return {e["name"]: e.get("value") for e in ds["spec"]["template"]["spec"]["containers"][0]["env"]}
 
 
-@unittest.skipUnless(shutil.which("kubectl"), "kubectl (with kustomize) is not installed")
 class Overlays(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        require_kubectl()  # skips without kubectl, except in CI (CI=true), where it fails
         cls.v135 = OpenApiValidator(["api__v1_openapi.json", "apis__resource.k8s.io__v1_openapi.json",
                                      "apis__coordination.k8s.io__v1_openapi.json"])
         cls.v134 = OpenApiValidator([os.path.join("v1.34", "apis__resource.k8s.io__v1_openapi.json")])
@@ -127,6 +117,24 @@ class Overlays(unittest.TestCase):
         ds = next(o for o in self.rendered["gpu-host-managed-imex"] if o["kind"] == "DaemonSet")
         mounts = {m["mountPath"] for m in ds["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]}
         self.assertTrue({"/etc/nvidia-imex", "/run/dbus", "/var/lib/kubelet/plugins"} <= mounts)
+
+    def test_probes_ask_what_the_agent_serves(self):
+        # The agent serves grpc.health.v1 on HEALTHCHECK_PORT with the services "", "liveness" and one
+        # per driver name (agent/health/health_component.hpp); kubelet's probes must ask exactly that.
+        for overlay, objs in self.rendered.items():
+            c = agent_container(objs)
+            env = {e["name"]: e.get("value") for e in c["env"]}
+            drivers = {"gpu": "gpu.nvidia.com", "compute-domain": "compute-domain.nvidia.com"}
+            served = {"", "liveness"} | {drivers[d] for d in env["NVDRA_DRIVERS"].split(",")}
+            for kind in ("startupProbe", "livenessProbe"):
+                probe = c[kind]
+                self.assertEqual(set(probe) - {"grpc", "periodSeconds", "failureThreshold", "timeoutSeconds",
+                                               "initialDelaySeconds", "successThreshold"}, set(), kind)
+                self.assertEqual(probe["grpc"]["port"], int(env["HEALTHCHECK_PORT"]), f"{overlay} {kind}")
+                self.assertIn(probe["grpc"].get("service", ""), served, f"{overlay} {kind}")
+            self.assertNotIn("readinessProbe", c, overlay)
+            # upstream's chart: startup every 1 s up to 600 times, liveness every 10 s, 3 failures.
+            self.assertEqual((c["startupProbe"]["periodSeconds"], c["startupProbe"]["failureThreshold"]), (1, 600))
 
     def test_computedomain_crd_is_upstreams(self):
         with open(CRD) as f:
