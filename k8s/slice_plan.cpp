@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
+
+#include "k8s/slice_names.hpp"
 
 namespace nvdra::k8s {
 namespace {
@@ -23,14 +24,6 @@ void chunk_devices(std::vector<PublishedDevice> devices, std::size_t limit, std:
                      std::make_move_iterator(devices.begin() + static_cast<std::ptrdiff_t>(end)));
     out.push_back(std::move(c));
   }
-}
-
-std::string slice_key(const SliceContent& c) {
-  std::string key;
-  for (const auto& d : c.devices) key += d.name + ",";
-  key += "|";
-  for (const auto& s : c.shared_counters) key += s.name + ",";
-  return key;
 }
 
 std::vector<OwnerReference> node_owner(const PoolIdentity& pool) {
@@ -86,35 +79,19 @@ WritePlan plan_writes(const std::vector<SliceContent>& desired, const std::vecto
     if (s.driver == pool.driver && s.node_name == pool.node_name && s.pool_name == pool.node_name) ours.push_back(&s);
     else plan.deletes.push_back(s);  // a stale pool of this driver on this node
   }
+  // The same order for the same slices, whatever order the watch delivered them in.
+  std::sort(ours.begin(), ours.end(), [](const auto* a, const auto* b) { return a->name < b->name; });
   int64_t generation = 0;
   for (const auto* s : ours) generation = std::max(generation, s->generation);
 
-  // Match desired slices to stored ones with the same device and counter-set names.
+  // As upstream's controller: a slice of an older generation is obsolete; any other belongs to the
+  // position its name encodes (slice_names.hpp), the first one there wins, the rest are obsolete.
+  const auto index_length = slice_index_length(desired.size());
   std::vector<const SliceObject*> match(desired.size(), nullptr);
-  std::set<const SliceObject*> used;
-  for (std::size_t i = 0; i < desired.size(); ++i) {
-    const auto key = slice_key(desired[i]);
-    for (const auto* s : ours) {
-      if (!used.count(s) && slice_key(s->content) == key) {
-        match[i] = s;
-        used.insert(s);
-        break;
-      }
-    }
-  }
-  // Reuse leftover stored slices for leftover desired ones: an update instead of delete + create.
-  auto leftover = ours.begin();
-  for (std::size_t i = 0; i < desired.size(); ++i) {
-    while (match[i] == nullptr && leftover != ours.end()) {
-      if (!used.count(*leftover)) {
-        match[i] = *leftover;
-        used.insert(*leftover);
-      }
-      ++leftover;
-    }
-  }
   for (const auto* s : ours) {
-    if (!used.count(s)) plan.deletes.push_back(*s);
+    const auto index = s->generation < generation ? std::nullopt : decode_slice_index(s->name, index_length);
+    if (index && *index < desired.size() && match[*index] == nullptr) match[*index] = s;
+    else plan.deletes.push_back(*s);
   }
   const auto owners = node_owner(pool);
   const auto count = static_cast<int64_t>(desired.size());
@@ -127,11 +104,9 @@ WritePlan plan_writes(const std::vector<SliceContent>& desired, const std::vecto
     if (match[i] == nullptr) ++creates;
     else if (changed(i, generation)) ++updates;
   }
-  // Keep the generation only for a single in-place change; anything bigger is a new generation
-  // that every slice of the pool must carry (consumers use the highest one only).
-  if (generation == 0 || creates > 0 || updates > 1) {
-    if (creates > 0 || updates > 0 || generation == 0) ++generation;
-  }
+  // Keep the generation only when at most one slice is updated in place; anything bigger is a new
+  // generation that every slice of the pool must carry (consumers use the highest one only).
+  if (creates > 0 || updates > 1) ++generation;
   plan.generation = generation;
   for (std::size_t i = 0; i < desired.size(); ++i) {
     if (match[i] != nullptr && !changed(i, generation)) continue;
@@ -149,7 +124,7 @@ WritePlan plan_writes(const std::vector<SliceContent>& desired, const std::vecto
       s.resource_version = match[i]->resource_version;
       plan.updates.push_back(std::move(s));
     } else {
-      s.generate_name = pool.node_name + "-" + pool.driver + "-";
+      s.generate_name = slice_generate_name(i, index_length, pool.driver, pool.node_name);
       plan.creates.push_back(std::move(s));
     }
   }

@@ -1,8 +1,10 @@
 #pragma once
-// Pure publishing logic, as kubelet's resourceslice controller (1.34/1.35) does it
-// (shared/reference/kubelet-dra-protocol.md §5.3): desired DriverResources → slice contents within
-// the server's per-slice limits, then desired vs. actual → the fewest writes, with the pool's
-// generation and resourceSliceCount kept right. No I/O here, so every rule is unit-tested.
+// Pure publishing logic, as the resourceslice controller upstream's plugins are built with
+// (k8s.io/dynamic-resource-allocation v0.36; shared/reference/kubelet-dra-protocol.md §5.3):
+// desired DriverResources → slice contents within the server's per-slice limits, then desired vs.
+// actual → the fewest writes, with the pool's generation and resourceSliceCount kept right and
+// slices named and matched by their index (slice_names.hpp). No I/O here, so every rule is
+// unit-tested.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,13 +34,15 @@ struct PoolIdentity {
 struct WritePlan {
   std::vector<SliceObject> deletes;  // name + uid + resource_version (preconditions)
   std::vector<SliceObject> updates;  // full objects with name + resource_version
-  std::vector<SliceObject> creates;  // full objects with generate_name
+  std::vector<SliceObject> creates;  // full objects with generate_name "<index>-<driver>-<node>-"
   int64_t generation = 0;
   bool empty() const { return deletes.empty() && updates.empty() && creates.empty(); }
   std::size_t writes() const { return deletes.size() + updates.size() + creates.size(); }
 };
 
-// `actual`: every slice the watch sees for this node and driver.
+// `actual`: every slice the watch sees for this node and driver. A slice is kept (updated in place
+// when its content differs) when its name encodes a position of the desired list and it carries
+// the pool's highest generation; others are deleted, as upstream's controller does.
 WritePlan plan_writes(const std::vector<SliceContent>& desired, const std::vector<SliceObject>& actual,
                       const PoolIdentity& pool);
 

@@ -2,7 +2,8 @@
 // SlicePublisher: keeps one driver's ResourceSlices for this node equal to a desired value, as
 // kubelet's resourceslice controller does (shared/reference/kubelet-dra-protocol.md §5.3):
 //  * pool = node name, spec.nodeName = node, ownerReference = the Node (controller), names
-//    generated as "<node>-<driver>-"; per-slice device limits respected (slice_plan.hpp);
+//    generated as "<index>-<driver>-<node>-" and matched by index as upstream's controller does
+//    (slice_names.hpp); per-slice device limits respected (slice_plan.hpp);
 //  * actual state comes from a watch with field selector spec.nodeName=<node>,spec.driver=<driver>;
 //  * only differences are written (zero writes when the stored slices are already right), deleted
 //    slices are recreated, stale ones removed; 409 → fresh state, then retried; other failures →

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "k8s/slice_codec.hpp"
+#include "k8s/slice_names.hpp"
 
 namespace nvdra::k8s {
 namespace {
@@ -60,7 +61,110 @@ TEST(SlicePlan, EmptyPoolGetsCreatesAtGenerationOneAndThenNeedsNoWrites) {
     ASSERT_EQ(s.owners.size(), 1u);
     EXPECT_EQ(s.owners[0].uid, "node-uid");
   }
+  EXPECT_EQ(plan.creates[0].generate_name, "00000-gpu.nvidia.com-node1-");
+  EXPECT_EQ(plan.creates[1].generate_name, "00001-gpu.nvidia.com-node1-");
   EXPECT_TRUE(plan_writes(desired, stored_after(plan), kPool).empty());
+}
+
+// A slice as upstream's controller leaves it: its name, the pool's generation, the Node as owner.
+SliceObject upstream_slice(const std::string& name, const SliceContent& content, int64_t generation, int64_t count) {
+  SliceObject s;
+  s.name = name;
+  s.uid = "uid-" + name;
+  s.resource_version = "7";
+  s.driver = kPool.driver;
+  s.node_name = s.pool_name = kPool.node_name;
+  s.generation = generation;
+  s.resource_slice_count = count;
+  s.owners = {OwnerReference{"v1", "Node", kPool.node_name, kPool.node_uid, true}};
+  s.content = content;
+  return *decode_slice(encode_slice(s));
+}
+
+TEST(SlicePlan, SlicesUpstreamPublishedAreAdoptedWithoutAWrite) {
+  const auto desired = plan_slices(devices(200), CounterLayout::kSeparateSlices);
+  // Listed in any order, with upstream's random suffixes and a generation it had reached.
+  const std::vector<SliceObject> stored{upstream_slice("00001-gpu.nvidia.com-node1-q7x2k", desired[1], 4, 2),
+                                        upstream_slice("00000-gpu.nvidia.com-node1-b8m4z", desired[0], 4, 2)};
+  EXPECT_TRUE(plan_writes(desired, stored, kPool).empty());
+}
+
+TEST(SlicePlan, AnAdoptedSliceWhoseDevicesChangedIsUpdatedUnderItsOwnName) {
+  const auto before = plan_slices(devices(4), CounterLayout::kSeparateSlices);
+  const std::vector<SliceObject> stored{upstream_slice("00000-gpu.nvidia.com-node1-b8m4z", before[0], 4, 1)};
+  auto changed = devices(4);
+  changed.devices[1].attributes["index"] = int64_t{9};
+  const auto plan = plan_writes(plan_slices(changed, CounterLayout::kSeparateSlices), stored, kPool);
+  ASSERT_EQ(plan.updates.size(), 1u);
+  EXPECT_TRUE(plan.deletes.empty());
+  EXPECT_TRUE(plan.creates.empty());
+  EXPECT_EQ(plan.updates[0].name, "00000-gpu.nvidia.com-node1-b8m4z");
+  EXPECT_EQ(plan.updates[0].uid, "uid-00000-gpu.nvidia.com-node1-b8m4z");
+  EXPECT_EQ(plan.generation, 4);
+}
+
+TEST(SlicePlan, TheSliceAtEachPositionIsTheOneWhoseNameEncodesIt) {
+  // Contents swapped against the names: each slice keeps its name and gets its position's devices.
+  const auto desired = plan_slices(devices(200), CounterLayout::kSeparateSlices);
+  const std::vector<SliceObject> stored{upstream_slice("00000-gpu.nvidia.com-node1-aaaaa", desired[1], 1, 2),
+                                        upstream_slice("00001-gpu.nvidia.com-node1-bbbbb", desired[0], 1, 2)};
+  const auto plan = plan_writes(desired, stored, kPool);
+  ASSERT_EQ(plan.updates.size(), 2u);
+  EXPECT_TRUE(plan.creates.empty() && plan.deletes.empty());
+  EXPECT_EQ(plan.generation, 2);  // two in-place updates: a new generation
+  for (const auto& u : plan.updates) {
+    const auto i = decode_slice_index(u.name, 5);
+    ASSERT_TRUE(i.has_value());
+    EXPECT_EQ(u.content, desired[*i]) << u.name;
+  }
+}
+
+TEST(SlicePlan, NamesWithoutAnIndexAreReplacedAsUpstreamReplacesThem) {
+  // kubelet 1.34/1.35's helper (and nvdra before) named slices "<node>-<driver>-": upstream's
+  // controller deletes those and creates indexed ones, and so does nvdra, so both agree.
+  const auto desired = plan_slices(devices(4), CounterLayout::kSeparateSlices);
+  const std::vector<SliceObject> stored{upstream_slice("node1-gpu.nvidia.com-x8k2m", desired[0], 1, 1)};
+  const auto plan = plan_writes(desired, stored, kPool);
+  ASSERT_EQ(plan.deletes.size(), 1u);
+  EXPECT_EQ(plan.deletes[0].name, "node1-gpu.nvidia.com-x8k2m");
+  ASSERT_EQ(plan.creates.size(), 1u);
+  EXPECT_EQ(plan.creates[0].generate_name, "00000-gpu.nvidia.com-node1-");
+  EXPECT_EQ(plan.generation, 2);
+}
+
+TEST(SlicePlan, AnOlderGenerationADuplicateIndexAndAnIndexBeyondThePoolAreObsolete) {
+  const auto desired = plan_slices(devices(200), CounterLayout::kSeparateSlices);
+  const std::vector<SliceObject> stored{
+      upstream_slice("00000-gpu.nvidia.com-node1-aaaaa", desired[0], 3, 2),
+      upstream_slice("00000-gpu.nvidia.com-node1-zzzzz", desired[0], 3, 2),  // second at position 0
+      upstream_slice("00001-gpu.nvidia.com-node1-bbbbb", desired[1], 2, 2),  // older generation
+      upstream_slice("00002-gpu.nvidia.com-node1-ccccc", desired[1], 3, 2),  // no position 2
+  };
+  const auto plan = plan_writes(desired, stored, kPool);
+  std::vector<std::string> deleted;
+  for (const auto& d : plan.deletes) deleted.push_back(d.name);
+  std::sort(deleted.begin(), deleted.end());
+  EXPECT_EQ(deleted, (std::vector<std::string>{"00000-gpu.nvidia.com-node1-zzzzz", "00001-gpu.nvidia.com-node1-bbbbb",
+                                               "00002-gpu.nvidia.com-node1-ccccc"}));
+  ASSERT_EQ(plan.creates.size(), 1u);
+  EXPECT_EQ(plan.creates[0].generate_name, "00001-gpu.nvidia.com-node1-");
+  ASSERT_EQ(plan.updates.size(), 1u);  // the kept slice moves to the new generation
+  EXPECT_EQ(plan.updates[0].name, "00000-gpu.nvidia.com-node1-aaaaa");
+  EXPECT_EQ(plan.generation, 4);
+}
+
+TEST(SlicePlan, SlicesNvdraCreatesAreTheOnesUpstreamWouldMatchToTheirPositions) {
+  // Upstream matches a slice to position i when its name decodes to i at the pool's index length
+  // and it carries the highest generation: exactly what every slice nvdra creates carries.
+  const auto desired = plan_slices(devices(300), CounterLayout::kSeparateSlices);
+  const auto plan = plan_writes(desired, {}, kPool);
+  const auto stored = stored_after(plan);
+  ASSERT_EQ(stored.size(), desired.size());
+  for (std::size_t i = 0; i < stored.size(); ++i) {
+    EXPECT_EQ(decode_slice_index(stored[i].name, slice_index_length(desired.size())), i) << stored[i].name;
+    EXPECT_EQ(stored[i].generation, plan.generation);
+    EXPECT_EQ(stored[i].content, desired[i]);
+  }
 }
 
 TEST(SlicePlan, OneMissingSliceIsRecreatedUnderANewGenerationForAll) {

@@ -2,6 +2,7 @@
 // restarts without writes, recreation, stale removal, server limits.
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include "k8s/object_meta.hpp"
 #include "test/k8s/publisher_fixture.hpp"
 
 namespace nvdra::k8s::testing {
@@ -25,7 +26,7 @@ TEST_F(DoubleTest, PublishesOneValidSliceOwnedByTheNode) {
     CO_ASSERT_EQ(slices.at(0).owners.size(), 1u);
     EXPECT_EQ(slices.at(0).owners.at(0).kind, "Node");
     EXPECT_FALSE(slices.at(0).owners.at(0).uid.empty());
-    EXPECT_TRUE(slices.at(0).name.starts_with("node1-gpu.nvidia.com-"));
+    EXPECT_TRUE(slices.at(0).name.starts_with("00000-gpu.nvidia.com-node1-"));
     auto rejections = co_await admin.get("/admin/rejections");
     EXPECT_TRUE(rejections.as_array().empty()) << boost::json::serialize(rejections);
     CO_ASSERT_TRUE(publisher->server_version().has_value());
@@ -116,6 +117,65 @@ TEST_F(DoubleTest, StaleSlicesFromAnEarlierRunAreRemovedAndADisabledDriverLeaves
     co_await (publisher->run() || scenario());
     const auto left = co_await stored(*api);
     EXPECT_TRUE(left.empty());
+  });
+}
+
+// A slice as upstream's controller (k8s.io/dynamic-resource-allocation v0.36) creates it: named
+// "<index>-<driver>-<node>-" + the server's suffix, owned by the Node, at some generation it reached.
+awaitable<std::string> create_as_upstream(ApiServer& api, std::string generate_name, SliceContent content,
+                                          int64_t generation) {
+  ObjectKey node_key;
+  node_key.name = "node1";
+  auto node = co_await api.get(kNodesV1, node_key);
+  if (!node) throw std::runtime_error(node.error().describe());
+  SliceObject s;
+  s.generate_name = std::move(generate_name);
+  s.driver = "gpu.nvidia.com";
+  s.node_name = s.pool_name = "node1";
+  s.generation = generation;
+  s.resource_slice_count = 1;
+  s.owners = {OwnerReference{"v1", "Node", "node1", read_object_meta(*node)->uid, true}};
+  s.content = std::move(content);
+  auto created = co_await api.create(kResourceSlicesV1, std::string(), encode_slice(s));
+  if (!created) throw std::runtime_error(created.error().describe());
+  co_return read_object_meta(*created)->name;
+}
+
+TEST_F(DoubleTest, SlicesUpstreamPublishedAreAdoptedWithoutAWrite) {
+  auto api = make_api();
+  Admin admin(io_.get_executor(), double_->client_config());
+  run([&]() -> awaitable<void> {
+    const auto content = plan_slices(make_gpus(4), CounterLayout::kSeparateSlices).at(0);
+    const auto name = co_await create_as_upstream(*api, "00000-gpu.nvidia.com-node1-", content, 5);
+    co_await admin.post("/admin/requests/reset");
+    auto publisher = make_publisher(api);
+    publisher->set_desired(make_gpus(4));
+    co_await (publisher->run() || publisher->wait_converged());
+    EXPECT_EQ(co_await admin.writes(), 0u);
+    const auto slices = co_await stored(*api);
+    CO_ASSERT_EQ(slices.size(), 1u);
+    EXPECT_EQ(slices.at(0).name, name);
+    EXPECT_EQ(slices.at(0).generation, 5);
+  });
+}
+
+TEST_F(DoubleTest, SlicesNamedWithoutAnIndexAreReplacedByIndexedOnes) {
+  auto api = make_api();
+  run([&]() -> awaitable<void> {
+    // kubelet 1.34/1.35's helper (and nvdra before) named them "<node>-<driver>-"; upstream's
+    // controller now deletes those, so nvdra does too rather than keep a name upstream would not.
+    const auto content = plan_slices(make_gpus(4), CounterLayout::kSeparateSlices).at(0);
+    const auto old = co_await create_as_upstream(*api, "node1-gpu.nvidia.com-", content, 1);
+    auto publisher = make_publisher(api);
+    publisher->set_desired(make_gpus(4));
+    co_await (publisher->run() || publisher->wait_converged());
+    EXPECT_EQ(publisher->stats().deletes, 1u);
+    EXPECT_EQ(publisher->stats().creates, 1u);
+    const auto slices = co_await stored(*api);
+    CO_ASSERT_EQ(slices.size(), 1u);
+    EXPECT_NE(slices.at(0).name, old);
+    EXPECT_TRUE(slices.at(0).name.starts_with("00000-gpu.nvidia.com-node1-")) << slices.at(0).name;
+    EXPECT_EQ(slices.at(0).generation, 2);
   });
 }
 

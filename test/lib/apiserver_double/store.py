@@ -3,9 +3,19 @@ kube-apiserver: one global revision counter, compaction makes old revisions unav
 Finalizers as the real server: deleting an object that has some only sets deletionTimestamp; the
 update that removes the last one deletes it."""
 import copy
+import random
 import threading
 import time
 import uuid
+
+# k8s.io/apiserver/pkg/storage/names: the prefix is cut to 58 characters, then 5 random ones from
+# k8s.io/apimachinery/pkg/util/rand's alphabet (no vowels, no look-alikes) are appended.
+MAX_GENERATED_PREFIX = 58
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def generate_name(prefix):
+    return prefix[:MAX_GENERATED_PREFIX] + "".join(random.choice(_SUFFIX_ALPHABET) for _ in range(5))
 
 
 class Store:
@@ -41,7 +51,7 @@ class Store:
         with self.cond:
             meta = obj.setdefault("metadata", {})
             if not meta.get("name") and meta.get("generateName"):
-                meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+                meta["name"] = generate_name(meta["generateName"])
             key = (ns, meta["name"])
             bucket = self.objects.setdefault(resource, {})
             if key in bucket:
