@@ -54,7 +54,7 @@ asio::awaitable<grpc::Status> unary(std::shared_ptr<Call<Stub, Request, Response
         start(*call, [ex, call, shared](grpc::Status status) {
           asio::post(ex, [call, shared, status = std::move(status)]() mutable {
             asio::get_associated_cancellation_slot(*shared).clear();
-            std::move (*shared)(std::move(status));
+            std::move(*shared)(std::move(status));
           });
         });
       },
