@@ -116,7 +116,9 @@ class Overlays(unittest.TestCase):
         self.assertEqual((hm["NVDRA_DRIVERS"], hm["FEATURE_GATES"]), ("gpu,compute-domain", "HostManagedIMEX=true"))
         ds = next(o for o in self.rendered["gpu-host-managed-imex"] if o["kind"] == "DaemonSet")
         mounts = {m["mountPath"] for m in ds["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]}
-        self.assertTrue({"/etc/nvidia-imex", "/run/dbus", "/var/lib/kubelet/plugins"} <= mounts)
+        self.assertTrue({"/run/dbus", "/var/lib/kubelet/plugins"} <= mounts)
+        self.assertNotIn("/etc/nvidia-imex", mounts)  # nvdra never reads the IMEX control socket
+        self.assertNotIn("IMEX_HOST_SOCKET_PATH", hm)
 
     def test_probes_ask_what_the_agent_serves(self):
         # The agent serves grpc.health.v1 on HEALTHCHECK_PORT with the services "", "liveness" and one
