@@ -40,6 +40,7 @@ inline const ResourceType kNodesV1{"/api/v1", "nodes", false};
 inline const ResourceType kLeasesV1{"/apis/coordination.k8s.io/v1", "leases", true};
 inline const ResourceType kResourceClaimTemplatesV1{"/apis/resource.k8s.io/v1", "resourceclaimtemplates", true};
 inline const ResourceType kComputeDomainsV1beta1{"/apis/resource.nvidia.com/v1beta1", "computedomains", true};
+inline const ResourceType kEventsV1{"/apis/events.k8s.io/v1", "events", true};
 inline const ResourceType kComputeDomainsStatusV1beta1{"/apis/resource.nvidia.com/v1beta1", "computedomains", true,
                                                        "status"};
 
@@ -119,6 +120,10 @@ class ApiServer {
   // PUT of the full object (metadata.resourceVersion in the body makes it conditional → 409).
   virtual boost::asio::awaitable<ApiResult<std::string>> update(ResourceType type, ObjectKey key,
                                                                 std::string body) = 0;
+  // PATCH with a strategic merge patch (application/strategic-merge-patch+json), as client-go's
+  // event sink sends an Event's series. Returns the stored object.
+  virtual boost::asio::awaitable<ApiResult<std::string>> patch(ResourceType type, ObjectKey key,
+                                                               std::string body) = 0;
   virtual boost::asio::awaitable<ApiStatus> remove(ResourceType type, ObjectKey key, Preconditions pre) = 0;
   // GET /version.
   virtual boost::asio::awaitable<ApiResult<ServerVersion>> version() = 0;

@@ -164,6 +164,13 @@ awaitable<ApiResult<std::string>> HttpsApiServer::update(ResourceType type, Obje
   co_return std::move(res->body);
 }
 
+awaitable<ApiResult<std::string>> HttpsApiServer::patch(ResourceType type, ObjectKey key, std::string body) {
+  auto res =
+      co_await impl_->transport->exchange(HttpMethod::kPatch, resource_path(type, key.ns, key.name), std::move(body));
+  if (!success(res)) co_return check<std::string>(res);
+  co_return std::move(res->body);
+}
+
 awaitable<ApiStatus> HttpsApiServer::remove(ResourceType type, ObjectKey key, Preconditions pre) {
   // DeleteOptions with preconditions: the delete only happens if the stored object is still the one we saw.
   boost::json::object options{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};

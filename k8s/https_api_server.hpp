@@ -39,6 +39,7 @@ class HttpsApiServer final : public ApiServer {
                                                                         WatchOptions options) override;
   boost::asio::awaitable<ApiResult<std::string>> create(ResourceType type, std::string ns, std::string body) override;
   boost::asio::awaitable<ApiResult<std::string>> update(ResourceType type, ObjectKey key, std::string body) override;
+  boost::asio::awaitable<ApiResult<std::string>> patch(ResourceType type, ObjectKey key, std::string body) override;
   boost::asio::awaitable<ApiStatus> remove(ResourceType type, ObjectKey key, Preconditions pre) override;
   boost::asio::awaitable<ApiResult<ServerVersion>> version() override;
 

@@ -74,6 +74,7 @@ http::verb to_verb(HttpMethod m) {
     case HttpMethod::kGet: return http::verb::get;
     case HttpMethod::kPost: return http::verb::post;
     case HttpMethod::kPut: return http::verb::put;
+    case HttpMethod::kPatch: return http::verb::patch;
     case HttpMethod::kDelete: return http::verb::delete_;
   }
   return http::verb::get;
@@ -277,7 +278,8 @@ awaitable<ApiResult<HttpResponse>> HttpsTransport::exchange_in_slot(HttpMethod m
     req.set(http::field::accept, "application/json");
     if (const auto& tok = token_.current(); !tok.empty()) req.set(http::field::authorization, "Bearer " + tok);
     if (!body.empty()) {
-      req.set(http::field::content_type, "application/json");
+      req.set(http::field::content_type, method == HttpMethod::kPatch ? "application/strategic-merge-patch+json"
+                                                                      : "application/json");
       req.body() = body;
     }
     req.keep_alive(true);

@@ -21,7 +21,8 @@
 
 namespace nvdra::k8s {
 
-enum class HttpMethod { kGet, kPost, kPut, kDelete };
+// kPatch sends a strategic merge patch (the only kind the agent writes).
+enum class HttpMethod { kGet, kPost, kPut, kPatch, kDelete };
 
 struct HttpResponse {
   int status = 0;

@@ -51,6 +51,9 @@ class FakeApi final : public k8s::ApiServer {
   asio::awaitable<k8s::ApiResult<std::string>> update(k8s::ResourceType, k8s::ObjectKey, std::string) override {
     co_return k8s::ApiError{405, "MethodNotAllowed", "the handler must not write", {}};
   }
+  asio::awaitable<k8s::ApiResult<std::string>> patch(k8s::ResourceType, k8s::ObjectKey, std::string) override {
+    co_return k8s::ApiError{405, "MethodNotAllowed", "the handler must not write", {}};
+  }
   asio::awaitable<k8s::ApiStatus> remove(k8s::ResourceType, k8s::ObjectKey, k8s::Preconditions) override {
     co_return k8s::ApiError{405, "MethodNotAllowed", "the handler must not write", {}};
   }

@@ -1,4 +1,5 @@
-"""REST verbs of the double: get, list, watch (chunked), create, update, delete, deletecollection."""
+"""REST verbs of the double: get, list, watch (chunked), create, update, patch (merge and strategic merge
+of plain fields, as Event series need), delete, deletecollection."""
 import json
 import time
 
@@ -62,6 +63,8 @@ def handle_rest(h, d, method, path, query):
         create(h, d, gv, kind, resource, ns, plural)
     elif method == "PUT" and name:
         update(h, d, gv, kind, resource, ns, plural, name, sub)
+    elif method == "PATCH" and name and not sub:
+        patch(h, d, gv, kind, resource, ns, plural, name)
     elif method == "DELETE" and name:
         body = h.read_body() or {}
         _, reason = d.store.delete(resource, ns, name, body.get("preconditions"))
@@ -95,8 +98,14 @@ def create(h, d, gv, kind, resource, ns, plural):
     if not isinstance(obj, dict):
         h.send_json(400, status(400, "BadRequest", "body is not a JSON object"))
         return
-    problems = d.validate_write(gv, kind, obj)
     meta = obj.get("metadata", {})
+    if ns and meta.get("namespace") not in (None, "", ns):
+        h.send_json(400, status(400, "BadRequest", "the namespace of the provided object does not match the "
+                                                   "namespace sent on the request"))
+        return
+    if ns and isinstance(meta, dict):
+        meta["namespace"] = ns  # as the real server, before validation
+    problems = d.validate_write(gv, kind, obj)
     if not problems and not meta.get("name") and not meta.get("generateName"):
         problems = [("metadata.name", "name or generateName is required")]
     if not problems and (obj.get("apiVersion") != gv or obj.get("kind") != kind):
@@ -130,6 +139,49 @@ def update(h, d, gv, kind, resource, ns, plural, name, sub=""):
         h.send_json(409, status(409, "Conflict", f'Operation cannot be fulfilled on {plural} "{name}": the object '
                                                  "has been modified; please apply your changes to the latest version "
                                                  "and try again"))
+    else:
+        h.send_json(200, stored)
+
+
+PATCH_TYPES = ("application/strategic-merge-patch+json", "application/merge-patch+json")
+
+
+def merge_patch(target, patch_obj):
+    """RFC 7386 merge; for the plain (non-list) fields patched here a strategic merge patch is the same."""
+    if not isinstance(patch_obj, dict):
+        return patch_obj
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch_obj.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+def patch(h, d, gv, kind, resource, ns, plural, name):
+    body = h.read_body()
+    ctype = (h.headers.get("Content-Type") or "").split(";")[0].strip()
+    if ctype not in PATCH_TYPES:
+        h.send_json(415, status(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
+                                                              f"accepted media types include: {', '.join(PATCH_TYPES)}"))
+        return
+    if not isinstance(body, dict):
+        h.send_json(400, status(400, "BadRequest", "the patch is not a JSON object"))
+        return
+    old = d.store.get(resource, ns, name)
+    if old is None:
+        h.send_json(404, status(404, "NotFound", f'{plural}.{gv.split("/")[0]} "{name}" not found'))
+        return
+    obj = merge_patch(old, body)
+    problems = d.validate_write(gv, kind, obj, old)
+    if problems:
+        reject(h, d, "PATCH", plural, problems)
+        return
+    stored, reason = d.store.update(resource, ns, name, obj)
+    if reason:
+        h.send_json(409 if reason == "Conflict" else 404, status(409 if reason == "Conflict" else 404, reason,
+                                                                 f'{plural} "{name}": {reason}'))
     else:
         h.send_json(200, stored)
 

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from .custom_resources import CUSTOM_RESOURCES, CrdValidator
 from .store import Store
-from .validation import SchemaValidator, check_metadata_name, check_resource_slice
+from .validation import SchemaValidator, check_event, check_metadata_name, check_resource_slice
 
 # plural -> (group/version, kind, namespaced)
 RESOURCES = {
@@ -24,9 +24,10 @@ RESOURCES = {
     ("resource.k8s.io/v1", "deviceclasses"): ("DeviceClass", False),
     ("v1", "nodes"): ("Node", False),
     ("coordination.k8s.io/v1", "leases"): ("Lease", True),
+    ("events.k8s.io/v1", "events"): ("Event", True),
 }
 RESOURCES.update(CUSTOM_RESOURCES)  # the ComputeDomain CRD (custom_resources.py)
-WRITE_METHODS = ("POST", "PUT", "DELETE")
+WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 DEBUG = bool(os.environ.get("NVDRA_DOUBLE_DEBUG"))
 
 
@@ -166,6 +167,20 @@ class ApiServerDouble:
     def objects(self, gv, plural, selector=""):
         return self.store.list(f"{gv}/{plural}", "", selector_matcher(selector))[0]
 
+    def wait_for_objects(self, gv, plural, predicate, timeout):
+        """Blocks until predicate(objects) holds, re-checked at each write the store records; returns the
+        objects, or raises TimeoutError with the last ones seen."""
+        end = time.monotonic() + timeout
+        with self.store.cond:
+            while True:
+                items = self.objects(gv, plural)
+                if predicate(items):
+                    return items
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"{gv} {plural}: condition not met within {timeout} s; have {items}")
+                self.store.cond.wait(left)
+
     def delete_matching(self, gv, plural, selector=""):
         """What kubelet does at its start: DeleteCollection of the node's slices."""
         for obj in self.objects(gv, plural, selector):
@@ -178,6 +193,8 @@ class ApiServerDouble:
         problems = self.validator.validate(gv, kind, obj)
         if not problems and kind == "ResourceSlice":
             problems = check_resource_slice(obj, self.version[1], old)
+        elif not problems and kind == "Event":
+            problems = check_event(obj, old)
         elif not problems:
             problems = check_metadata_name(obj)
         return problems
@@ -231,6 +248,9 @@ class ApiHandler(BaseHTTPRequestHandler):
 
     def do_PUT(self):
         self.dispatch("PUT")
+
+    def do_PATCH(self):
+        self.dispatch("PATCH")
 
     def do_DELETE(self):
         self.dispatch("DELETE")

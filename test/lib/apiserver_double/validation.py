@@ -68,12 +68,18 @@ class SchemaValidator:
             with open(path) as f:
                 doc = json.load(f)
             self._defs[gv] = {k: _strict(v) for k, v in doc["components"]["schemas"].items()}
+        # events.k8s.io/v1: the Event schemas from the real document (schemas/events.k8s.io_v1.json
+        # says which), over the core document that defines the meta and ObjectReference types they use.
+        if "v1" in self._defs:
+            with open(os.path.join(os.path.dirname(__file__), "schemas", "events.k8s.io_v1.json")) as f:
+                extra = json.load(f)["schemas"]
+            self._defs["events.k8s.io/v1"] = dict(self._defs["v1"], **{k: _strict(v) for k, v in extra.items()})
         self._cache = {}
 
     def schema_name(self, group_version, kind):
         group, _, version = group_version.rpartition("/")
         prefix = {"": "io.k8s.api.core", "resource.k8s.io": "io.k8s.api.resource",
-                  "coordination.k8s.io": "io.k8s.api.coordination"}.get(group)
+                  "coordination.k8s.io": "io.k8s.api.coordination", "events.k8s.io": "io.k8s.api.events"}.get(group)
         return f"{prefix}.{version}.{kind}" if prefix else None
 
     def validate(self, group_version, kind, obj):
@@ -231,6 +237,54 @@ def check_resource_slice(obj, minor, old=None):
         if ospec.get("pool", {}).get("name") != pool.get("name"):
             p.append(("spec.pool.name", "field is immutable"))
     return p
+
+
+EVENT_IMMUTABLE = ("action", "reason", "reportingController", "reportingInstance", "regarding", "related", "type",
+                   "eventTime", "note")
+
+
+def check_event(obj, old=None):
+    """kube-apiserver's rules for a new events.k8s.io/v1 Event (ValidateEventCreate) and, on update, that
+    only the series changes (ValidateEventUpdate)."""
+    p = check_metadata_name(obj)
+    if not obj.get("eventTime"):
+        p.append(("eventTime", "Required value"))
+    if obj.get("type") not in ("Normal", "Warning"):
+        p.append(("type", f'Unsupported value: "{obj.get("type")}": supported values: "Normal", "Warning"'))
+    for field in ("reportingController", "reportingInstance", "action", "reason"):
+        value = obj.get(field) or ""
+        if not value:
+            p.append((field, "Required value"))
+        elif len(value.encode()) > 128:
+            p.append((field, "can have at most 128 characters"))
+    if obj.get("reportingController") and not _qualified_name_any(obj["reportingController"]):
+        p.append(("reportingController", "must be a qualified name"))
+    if len((obj.get("note") or "").encode()) > 1024:
+        p.append(("note", "can have at most 1024 bytes"))
+    series = obj.get("series")
+    if series is not None:
+        if series.get("count", 0) < 2:
+            p.append(("series.count", "should be at least 2"))
+        if not series.get("lastObservedTime"):
+            p.append(("series.lastObservedTime", "Required value"))
+    ns = obj.get("metadata", {}).get("namespace", "")
+    rns = (obj.get("regarding") or {}).get("namespace", "")
+    if rns and rns != ns:
+        p.append(("regarding.namespace", "does not match event.namespace"))
+    if not rns and ns not in ("default", "kube-system"):
+        p.append(("metadata.namespace", "a cluster-scoped object's Event goes in default or kube-system"))
+    if old is not None:
+        for field in EVENT_IMMUTABLE:
+            if old.get(field) != obj.get(field):
+                p.append((field, "field is immutable"))
+    return p
+
+
+def _qualified_name_any(name):
+    prefix, _, rest = name.rpartition("/")
+    if prefix and not _dns_subdomain(prefix):
+        return False
+    return 0 < len(rest) <= 63 and bool(LABEL_NAME.match(rest))
 
 
 def check_metadata_name(obj):
