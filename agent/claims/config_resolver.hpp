@@ -35,6 +35,8 @@ struct AllocationResult {
   std::string pool;
   std::string device;
   DeviceType type = DeviceType::kGpu;  // from the agent's inventory; ignored for other drivers
+  bool admin_access = false;           // status.allocation.devices.results[].adminAccess
+  std::string share_id;                // …results[].shareID (a share of a multi-allocatable device)
 };
 
 struct OpaqueParameters {

@@ -5,6 +5,7 @@
 
 #include "agent/base/log.hpp"
 #include "agent/base/step_clock.hpp"
+#include "agent/claims/device_exclusivity.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "cdi/naming.hpp"
 #include "cdi/spec_builder.hpp"
@@ -137,6 +138,9 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
                           claim);
   auto groups = plan_claim(*allocation, claim);
   if (!groups) co_return groups.error();
+  // No suspension between this check and the PrepareStarted commit below: see device_exclusivity.hpp.
+  if (auto free = check_device_exclusivity(committer_.current(), claim.uid, allocation->results, kGpuDriverName); !free)
+    co_return for_claim(free.error(), claim);
 
   CheckpointedClaim entry{ClaimState::kPrepareStarted, encode_claim_status(*allocation), {}, claim.name,
                           claim.namespace_name, {}};

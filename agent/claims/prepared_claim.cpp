@@ -134,8 +134,13 @@ std::vector<kubelet::PreparedDevice> to_prepared_devices(const std::vector<Prepa
 
 json::value encode_claim_status(const ClaimAllocation& allocation) {
   json::array results;
-  for (const auto& r : allocation.results)
-    results.emplace_back(json::object{{"request", r.request}, {"driver", r.driver}, {"pool", r.pool}, {"device", r.device}});
+  for (const auto& r : allocation.results) {
+    json::object result{{"request", r.request}, {"driver", r.driver}, {"pool", r.pool}, {"device", r.device}};
+    // Kept in the checkpoint (as upstream's ResourceClaimStatus copy) for the exclusivity check.
+    if (r.admin_access) result["adminAccess"] = true;
+    if (!r.share_id.empty()) result["shareID"] = r.share_id;
+    results.emplace_back(std::move(result));
+  }
   json::array configs;
   for (const auto& c : allocation.configs) {
     json::object entry{{"source", c.source}};
@@ -162,9 +167,14 @@ Result<ClaimAllocation> decode_claim_status(const json::value& status, const std
   const auto* devices = allocation ? member(*allocation, "devices") : nullptr;
   if (!devices) return out;  // nothing allocated: nothing to undo
   if (const auto* results = member(*devices, "results"); results && results->is_array())
-    for (const auto& r : results->as_array())
-      out.results.push_back(AllocationResult{string_of(member(r, "request")), string_of(member(r, "driver")),
-                                             string_of(member(r, "pool")), string_of(member(r, "device"))});
+    for (const auto& r : results->as_array()) {
+      AllocationResult result{string_of(member(r, "request")), string_of(member(r, "driver")),
+                              string_of(member(r, "pool")), string_of(member(r, "device"))};
+      const auto* admin = member(r, "adminAccess");
+      result.admin_access = admin && admin->is_bool() && admin->as_bool();
+      result.share_id = string_of(member(r, "shareID"));
+      out.results.push_back(std::move(result));
+    }
   if (const auto* configs = member(*devices, "config"); configs && configs->is_array())
     for (const auto& c : configs->as_array()) {
       ConfigEntry entry{string_of(member(c, "source")), strings_of(member(c, "requests")), std::nullopt};

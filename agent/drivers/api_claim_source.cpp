@@ -19,8 +19,12 @@ boost::asio::awaitable<Result<claims::ClaimAllocation>> ApiClaimSource::get(kube
   if (!found) co_return found.error();
   claims::ClaimAllocation out;
   out.uid = found->claim.uid;  // lookup_claim has checked it equals kubelet's
-  for (const auto& d : found->devices)
-    out.results.push_back(claims::AllocationResult{d.request, driver_, d.pool, d.device});
+  for (const auto& d : found->devices) {
+    claims::AllocationResult result{d.request, driver_, d.pool, d.device};
+    result.admin_access = d.admin_access;
+    result.share_id = d.share_id;
+    out.results.push_back(std::move(result));
+  }
   for (const auto& c : found->configs) {
     claims::ConfigEntry entry;
     entry.source = c.source == k8s::ConfigSource::kClass ? "FromClass" : "FromClaim";

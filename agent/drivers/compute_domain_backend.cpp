@@ -9,6 +9,7 @@
 #include "agent/config/options.hpp"
 #include "agent/drivers/compute_domain_claims.hpp"
 #include "agent/drivers/driver_checkpoint.hpp"
+#include "agent/drivers/event_reporting.hpp"
 #include "agent/drivers/imex_unit_watcher.hpp"
 #include "agent/drivers/node_gpus.hpp"
 #include "agent/metrics/metrics.hpp"
@@ -107,7 +108,7 @@ boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::
   }
 
   const std::string dir = (std::filesystem::path(o.kubelet_plugins_dir) / config::kComputeDomainDriverName).string();
-  auto opened = co_await open_driver_checkpoint(ctx_, config::kComputeDomainDriverName, dir);
+  auto opened = co_await open_driver_checkpoint(ctx_, config::kComputeDomainDriverName, dir, events_);
   if (!opened) {
     ctx_.status.record_error("compute-domain", opened.error().describe());
     co_return opened.error();
@@ -127,11 +128,20 @@ boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::
     parts->watcher = std::make_unique<ImexUnitWatcher>(ctx_.system_bus, o.imex_unit);
     auto* status = &ctx_.status;
     auto* metrics = &ctx_.metrics;
-    parts->watcher->on_change([status, metrics](const imex::UnitView& v) {
+    // Under enforce a down unit refuses new channel claims: say so where operators look (an Event
+    // regarding the node), once per transition from up (or unknown) to down.
+    auto* events = policy == imex::CheckPolicy::kEnforce ? events_ : nullptr;
+    parts->watcher->on_change([status, metrics, events, node = o.node_name,
+                               was_down = false](const imex::UnitView& v) mutable {
       metrics->set_imex_unit(v.unit, v.reach == imex::Reach::kKnown ? v.state.active_state : "unknown");
       status->set_imex({"hostManaged", v.unit, v.state.active_state, v.state.sub_state});
-      if (v.reach == imex::Reach::kKnown && !imex::is_active(v.state))
-        status->record_error("imex", "unit " + v.unit + " is not active: " + imex::describe(v.state));
+      const bool down = v.reach == imex::Reach::kKnown && !imex::is_active(v.state);
+      if (down) status->record_error("imex", "unit " + v.unit + " is not active: " + imex::describe(v.state));
+      if (down && !was_down)
+        warn_about_node(events, node, kReasonImexUnitDown, kActionCheckImexUnit,
+                        "IMEX unit " + v.unit + " is not active (" + imex::describe(v.state) +
+                            "); --imex-check=enforce refuses new IMEX channel claims on this node until it is");
+      was_down = down;
     });
     metrics->set_imex_unit(o.imex_unit, "unknown");  // until systemd has answered
     parts->watcher->start(ctx_.executor);

@@ -14,7 +14,10 @@
 #include "agent/base/result.hpp"
 #include "agent/runtime/component.hpp"
 
-namespace nvdra::k8s { class ApiServer; }
+namespace nvdra::k8s {
+class ApiServer;
+class EventRecorder;
+}  // namespace nvdra::k8s
 namespace nvdra::claims { struct Checkpoint; }
 namespace nvdra::kubelet {
 class ClaimHandler;
@@ -37,6 +40,12 @@ class DriverBackend {
   virtual boost::asio::awaitable<Result<DriverResources>> resources() = 0;
   // The claims as the checkpoint holds them now (for status), or null before start().
   virtual const claims::Checkpoint* checkpoint() const { return nullptr; }
+  // Where the backend reports what operators must see (Kubernetes Events); set before start(),
+  // null when no API server is configured.
+  void set_events(k8s::EventRecorder* events) { events_ = events; }
+
+ protected:
+  k8s::EventRecorder* events_ = nullptr;
 };
 
 }  // namespace nvdra::drivers

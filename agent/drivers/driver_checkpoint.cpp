@@ -5,6 +5,8 @@
 
 #include "agent/base/log.hpp"
 #include "agent/metrics/metrics.hpp"
+#include "agent/config/options.hpp"
+#include "agent/drivers/event_reporting.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "agent/status/agent_status.hpp"
 
@@ -31,14 +33,19 @@ Result<DriverCheckpoint> open_once(const claims::FileCheckpointStoreOptions& opt
 }  // namespace
 
 boost::asio::awaitable<Result<DriverCheckpoint>> open_driver_checkpoint(RunContext& ctx, std::string driver,
-                                                                        std::string dir) {
+                                                                        std::string dir, k8s::EventRecorder* events) {
   claims::FileCheckpointStoreOptions options{dir};
   options.metrics = &ctx.metrics;
   options.driver = driver;
   bool said = false;
   for (;;) {
     auto opened = co_await ctx.workers.run([&options] { return open_once(options); });
-    if (opened || !claims::FileCheckpointStore::is_lock_held(opened.error())) co_return opened;
+    if (opened) co_return opened;
+    if (!claims::FileCheckpointStore::is_lock_held(opened.error())) {
+      warn_about_node(events, ctx.options.node_name, kReasonCheckpointUnreadable, kActionLoadCheckpoint,
+                      "driver " + driver + ": " + opened.error().describe());
+      co_return opened;
+    }
     if (!said) {
       said = true;
       nvdra::logger(driver)->warn("driver={} {}; waiting for it to exit", driver, opened.error().message);

@@ -16,6 +16,8 @@
 #include "agent/claims/checkpoint_startup.hpp"
 #include "agent/runtime/component.hpp"
 
+namespace nvdra::k8s { class EventRecorder; }
+
 namespace nvdra::drivers {
 
 struct DriverCheckpoint {
@@ -23,7 +25,10 @@ struct DriverCheckpoint {
   claims::StartupCheckpoint startup;
 };
 
+// A checkpoint that cannot be opened or read (not a held lock) is also reported as a Warning Event
+// regarding the node (reason CheckpointUnreadable) through `events`, when there is one.
 boost::asio::awaitable<Result<DriverCheckpoint>> open_driver_checkpoint(RunContext& ctx, std::string driver,
-                                                                        std::string dir);
+                                                                        std::string dir,
+                                                                        k8s::EventRecorder* events = nullptr);
 
 }  // namespace nvdra::drivers

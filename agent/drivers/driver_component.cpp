@@ -1,6 +1,9 @@
 #include "agent/drivers/driver_component.hpp"
 
 #include <boost/asio/error.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -16,9 +19,12 @@
 #include "agent/base/log.hpp"
 #include "agent/drivers/api_connection.hpp"
 #include "agent/drivers/backend_factory.hpp"
+#include "agent/drivers/event_reporting.hpp"
+#include "agent/kubelet/concurrently.hpp"
 #include "agent/runtime/readiness.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "agent/status/agent_status.hpp"
+#include "k8s/event_recorder.hpp"
 #include "k8s/slice_publisher.hpp"
 
 namespace nvdra::drivers {
@@ -119,6 +125,7 @@ boost::asio::awaitable<void> DriverComponent::serve() {
 
   // The backend repairs what a crash left behind before kubelet can call in.
   backend_ = make_backend(kind_, ctx_);
+  backend_->set_events(events_.get());
   if (auto started = co_await backend_->start(claim_reader); !started)
     throw std::runtime_error("driver " + name() + ": " + started.error().describe());
   claims_ = std::make_unique<StatusReportingHandler>(ctx_.executor, name(), backend_->claims(), ctx_.status,
@@ -127,8 +134,13 @@ boost::asio::awaitable<void> DriverComponent::serve() {
   metered_ = std::make_unique<MeteredClaimHandler>(name(), *claims_, ctx_.metrics,
                                                    [b = backend_.get()] { return b->checkpoint(); });
   metered_->refresh();
+  kubelet::ClaimHandler* served = metered_.get();
+  if (events_) {
+    event_claims_ = std::make_unique<EventReportingHandler>(*metered_, *events_);
+    served = event_claims_.get();
+  }
 
-  plugin_ = std::make_unique<kubelet::PluginServer>(ctx_.executor, plugin_config(), *metered_, backend_->health());
+  plugin_ = std::make_unique<kubelet::PluginServer>(ctx_.executor, plugin_config(), *served, backend_->health());
   plugin_->on_registration([this](const kubelet::RegistrationStatus& status) {
     if (status.state == kubelet::RegistrationState::kRegistered) ctx_.readiness.satisfy(registered_condition(kind_));
     report(status.state == kubelet::RegistrationState::kRejected ? "kubelet rejected the registration: " + status.error
@@ -165,13 +177,40 @@ boost::asio::awaitable<void> DriverComponent::publish(std::shared_ptr<k8s::ApiSe
   co_await publisher_->run();
 }
 
+boost::asio::awaitable<void> DriverComponent::serve_with_events() {
+  namespace asio = boost::asio;
+  // The recorder has its own client (its own QPS budget: Events never delay slices or claim reads)
+  // and outlives a failed run. Without an API server there is nothing to report to.
+  if (!events_ && api_server_configured(ctx_.options)) {
+    if (auto api = connect_api_server(ctx_)) {
+      k8s::EventRecorderOptions eo;
+      eo.reporting_controller = name();
+      eo.reporting_instance = reporting_instance(name(), ctx_.options.node_name);
+      events_ = std::make_unique<k8s::EventRecorder>(ctx_.executor, std::move(*api), std::move(eo));
+    }
+  }
+  if (!events_) {
+    co_await serve();
+    co_return;
+  }
+  // Whichever ends first (serve() failing, or cancellation) ends the other.
+  auto [order, served, drained] =
+      co_await asio::experimental::make_parallel_group(
+          asio::co_spawn(ctx_.executor, kubelet::detail::finish_quietly(serve()), asio::deferred),
+          asio::co_spawn(ctx_.executor, kubelet::detail::finish_quietly(events_->run()), asio::deferred))
+          .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
+  (void)order;
+  if (served) std::rethrow_exception(served);
+  if (drained) std::rethrow_exception(drained);
+}
+
 boost::asio::awaitable<void> DriverComponent::run() {
   report("starting");
   // g++ 12 destroys temporaries of a co_await expression inside a try block twice, so the try
   // block holds nothing but one call.
   std::exception_ptr failure;
   try {
-    co_await serve();
+    co_await serve_with_events();
   } catch (...) {
     failure = std::current_exception();
   }
@@ -181,18 +220,23 @@ boost::asio::awaitable<void> DriverComponent::run() {
   if (plugin_) co_await plugin_->stop();
   publisher_.reset();
   plugin_.reset();
+  event_claims_.reset();
   metered_.reset();
   claims_.reset();
   backend_.reset();
   registration_changed();
   if (failure) {
+    bool cancelled = false;
     try {
       std::rethrow_exception(failure);
     } catch (const boost::system::system_error& e) {
-      if (e.code() != boost::asio::error::operation_aborted) report(e.what());
+      cancelled = e.code() == boost::asio::error::operation_aborted;
+      if (!cancelled) report(e.what());
     } catch (const std::exception& e) {
       report(e.what());
     }
+    // A failed start may have reported why (an unreadable checkpoint): one pass, no retries.
+    if (!cancelled && events_) co_await events_->flush();
     std::rethrow_exception(failure);
   }
 }

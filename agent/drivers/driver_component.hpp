@@ -19,7 +19,10 @@
 
 namespace nvdra::k8s { class ApiServer; }
 
-namespace nvdra::k8s { class SlicePublisher; }
+namespace nvdra::k8s {
+class SlicePublisher;
+class EventRecorder;
+}  // namespace nvdra::k8s
 
 namespace nvdra::drivers {
 
@@ -47,6 +50,8 @@ class DriverComponent final : public Component {
  private:
   kubelet::PluginServerConfig plugin_config() const;
   boost::asio::awaitable<void> serve();  // start the backend and the plugin, then publish until cancelled
+  // serve() with the Event recorder draining beside it (when there is an API server).
+  boost::asio::awaitable<void> serve_with_events();
   // Keeps this node's ResourceSlices right (api set), or waits for cancellation (no API server).
   boost::asio::awaitable<void> publish(std::shared_ptr<k8s::ApiServer> api);
   void report(std::string detail);  // this driver's row in AgentStatus
@@ -55,9 +60,12 @@ class DriverComponent final : public Component {
   config::DriverKind kind_;
   RunContext& ctx_;
   // Rebuilt by each run(), destroyed in reverse: the plugin stops before the claims it calls.
+  // Kept across runs, so that what a failed start reported is still sent (flushed after it fails).
+  std::unique_ptr<k8s::EventRecorder> events_;
   std::unique_ptr<DriverBackend> backend_;
   std::unique_ptr<StatusReportingHandler> claims_;
   std::unique_ptr<MeteredClaimHandler> metered_;  // nvidia_dra_* around claims_
+  std::unique_ptr<kubelet::ClaimHandler> event_claims_;
   std::unique_ptr<kubelet::PluginServer> plugin_;
   std::unique_ptr<k8s::SlicePublisher> publisher_;
   bool published_ = false;

@@ -98,7 +98,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   if (!gpus) co_return gpus.error();
   parts->gpus = std::move(*gpus);
   parts->inventory = claims::GpuInventory(parts->gpus->model, o.gates.enabled(config::gate::kDynamicMIG));
-  auto checkpoint = co_await open_driver_checkpoint(ctx_, config::kGpuDriverName, data_dir);
+  auto checkpoint = co_await open_driver_checkpoint(ctx_, config::kGpuDriverName, data_dir, events_);
   if (!checkpoint) co_return checkpoint.error();
   parts->store = std::move(checkpoint->store);
   parts->startup = std::move(checkpoint->startup);

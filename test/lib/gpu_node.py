@@ -220,9 +220,10 @@ class SimulatedNode:
         self.dirs.cleanup()
 
     # --- the cluster -------------------------------------------------------------------------
-    def allocate(self, name, results, configs=(), namespace="default", driver=GPU):
+    def allocate(self, name, results, configs=(), namespace="default", driver=GPU, admin_access=False):
         """Seeds an allocated ResourceClaim. results: [(request, device)]; configs: [(requests, params)]
-        or [(requests, params, source)]. Returns the kubelet Claim (with the API's UID)."""
+        or [(requests, params, source)]; admin_access: every request and result has adminAccess.
+        Returns the kubelet Claim (with the API's UID)."""
         requests = sorted({r.split("/")[0] for r, _ in results})
         config = []
         for c in configs:
@@ -232,17 +233,32 @@ class SimulatedNode:
             if reqs:
                 entry["requests"] = list(reqs)
             config.append(entry)
-        allocation = {"devices": {"results": [{"request": r, "driver": driver, "pool": self.node, "device": d}
+        allocation = {"devices": {"results": [dict({"request": r, "driver": driver, "pool": self.node, "device": d},
+                                                   **({"adminAccess": True} if admin_access else {}))
                                               for r, d in results]}}
         if config:
             allocation["devices"]["config"] = config
         obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                "metadata": {"name": name, "namespace": namespace},
-               "spec": {"devices": {"requests": [{"name": r, "exactly": {"deviceClassName": "gpu.nvidia.com"}}
+               "spec": {"devices": {"requests": [{"name": r, "exactly": dict(
+                   {"deviceClassName": "gpu.nvidia.com"}, **({"adminAccess": True} if admin_access else {}))}
                                                  for r in requests]}},
                "status": {"allocation": allocation}}
         stored = self.api.put_object(obj)
         return Claim(namespace, name, stored["metadata"]["uid"])
+
+    def events(self, regarding_uid=None):
+        """The Events (events.k8s.io/v1) in the API double, optionally only those regarding one object."""
+        items = self.api.objects("events.k8s.io/v1", "events")
+        return [e for e in items if regarding_uid is None or e.get("regarding", {}).get("uid") == regarding_uid]
+
+    def wait_for_events(self, regarding_uid, predicate, timeout=20.0):
+        """The Events regarding one object once predicate(those events) holds (woken by the double's
+        writes); TimeoutError after `timeout` seconds."""
+        def regarding(items):
+            return [e for e in items if e.get("regarding", {}).get("uid") == regarding_uid]
+        return regarding(self.api.wait_for_objects("events.k8s.io/v1", "events",
+                                                   lambda items: predicate(regarding(items)), timeout))
 
     def delete_claim(self, claim):
         self.api.delete_matching("resource.k8s.io/v1", "resourceclaims", f"metadata.name={claim.name}")

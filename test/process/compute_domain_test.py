@@ -215,6 +215,18 @@ class HostManagedEnforce(ComputeDomainScenarios):
         self.cd().unprepare([claim])
         self.assertEqual(self.systemd.lifecycle_calls(), 0)
 
+    def test_unit_down_under_enforce_is_an_event_regarding_the_node(self):
+        self.wait_log(r"imex unit=nvidia-imex.service load=loaded active=active sub=running")
+        self.systemd.set("failed", "failed")
+        [node] = self.node.api.objects("v1", "nodes")
+        events = self.node.wait_for_events(node["metadata"]["uid"],
+                                           lambda evs: any(e["reason"] == "IMEXUnitDown" for e in evs))
+        [event] = [e for e in events if e["reason"] == "IMEXUnitDown"]
+        self.assertEqual((event["action"], event["type"], event["reportingController"]),
+                         ("CheckIMEXUnit", "Warning", CD))
+        self.assertIn("nvidia-imex.service", event["note"])
+        self.assertEqual(self.node.api.rejections, [])
+
 
 class UpstreamHostManagedSpelling(ComputeDomainScenarios):
     """Upstream's --imex-mode=hostManaged with its HostManagedIMEXDaemon gate runs the same mode."""

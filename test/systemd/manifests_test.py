@@ -30,6 +30,7 @@ AGENT_RULES = {
     ("resource.k8s.io", "resourceslices"): ["get", "list", "watch", "create", "update", "delete"],
     ("resource.k8s.io", "resourceclaims"): ["get", "list", "watch"],
     ("", "nodes"): ["get"],
+    ("events.k8s.io", "events"): ["create", "patch"],
 }
 LEASE_RULES = {("coordination.k8s.io", "leases"): ["get", "list", "watch", "create", "update"]}
 CONTROLLER_RULES = {
