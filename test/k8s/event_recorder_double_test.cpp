@@ -107,6 +107,26 @@ TEST_F(EventRecorderTest, RepeatsBecomeOneEventWithASeriesCount) {
   });
 }
 
+TEST_F(EventRecorderTest, AnOccurrenceAfterTheSeriesEndedStartsANewEvent) {
+  auto api = make_api();
+  Admin admin(io_.get_executor(), double_->client_config());
+  auto o = options();
+  o.finish_after = std::chrono::steady_clock::duration::zero();  // every series ends at once (6 min by default)
+  EventRecorder recorder(io_.get_executor(), api, o);
+  run([&]() -> awaitable<void> {
+    const auto uid = co_await seed_claim(admin, "c1");
+    recorder.record(failed_prepare("c1", uid));
+    co_await recorder.flush();
+    recorder.record(failed_prepare("c1", uid));
+    co_await recorder.flush();
+    auto stored = co_await events(*api);
+    EXPECT_EQ(stored.size(), 2u);
+    for (const auto& ev : stored) EXPECT_FALSE(ev.as_object().contains("series"));
+    EXPECT_EQ(recorder.stats().created, 2u);
+    EXPECT_EQ(recorder.stats().patched, 0u);
+  });
+}
+
 TEST_F(EventRecorderTest, DistinctReasonsAndObjectsAreDistinctEvents) {
   auto api = make_api();
   Admin admin(io_.get_executor(), double_->client_config());
