@@ -1,6 +1,8 @@
 // GpuClaimHandler prepare/unprepare against the dgx-a100 mock, memory stores and a fake claim source.
 #include <gmock/gmock.h>
 
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
 #include "cdi/spec_builder.hpp"
 #include "test/claims/pipeline_fixture.hpp"
 
@@ -106,6 +108,38 @@ TEST_F(PipelineTest, PreparingTwiceAnswersTheSameWithoutSecondLookupOrWrite) {
   EXPECT_EQ(*first, *second);
   EXPECT_EQ(specs_.batches(), batches);
   EXPECT_EQ(source_.lookups, lookups);
+}
+
+TEST_F(PipelineTest, ADevicePreparedForOneClaimIsRefusedToAnotherUntilItIsUnprepared) {
+  auto a = add_claim("a", "uid-a", {"gpu-0"});
+  auto b = add_claim("b", "uid-b", {"gpu-0"});
+  ASSERT_TRUE(prepare(a));
+  auto refused = prepare(b);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().describe(),
+            "claim default/b (uid-b): requested device gpu-0 is already allocated to different claim uid-a");
+  EXPECT_FALSE(committer_->current().claims.count("uid-b"));
+  EXPECT_FALSE(specs_.files().count(spec_file("uid-b")));
+  ASSERT_TRUE(unprepare(a));
+  EXPECT_TRUE(prepare(b));
+}
+
+TEST_F(PipelineTest, TwoConcurrentPreparesOfOneDeviceLetExactlyOneThrough) {
+  auto a = add_claim("a", "uid-a", {"gpu-0"});
+  auto b = add_claim("b", "uid-b", {"gpu-0"});
+  using namespace boost::asio::experimental::awaitable_operators;
+  auto [ra, rb] = run(handler_->prepare(a) && handler_->prepare(b));
+  EXPECT_NE(static_cast<bool>(ra), static_cast<bool>(rb));
+  EXPECT_EQ(committer_->current().claims.size(), 1u);
+}
+
+TEST_F(PipelineTest, AdminAccessClaimsPrepareADeviceTogether) {
+  auto a = add_claim("a", "uid-a", {"gpu-0"});
+  auto b = add_claim("b", "uid-b", {"gpu-0"});
+  for (auto* name : {"default/a", "default/b"}) source_.claims[name].results[0].admin_access = true;
+  ASSERT_TRUE(prepare(a));
+  ASSERT_TRUE(prepare(b));
+  EXPECT_EQ(committer_->durable().claims.size(), 2u);
 }
 
 TEST_F(PipelineTest, UnprepareOfUnknownClaimSucceeds) {
