@@ -1,9 +1,10 @@
 #include "agent/drivers/driver_component.hpp"
 
 #include <boost/asio/error.hpp>
-#include <boost/asio/experimental/parallel_group.hpp>
-#include <boost/asio/deferred.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -235,8 +236,13 @@ boost::asio::awaitable<void> DriverComponent::run() {
     } catch (const std::exception& e) {
       report(e.what());
     }
-    // A failed start may have reported why (an unreadable checkpoint): one pass, no retries.
-    if (!cancelled && events_) co_await events_->flush();
+    // A failed start may have reported why (an unreadable checkpoint): one pass, no retries, and
+    // never more than 2 s before the Supervisor's restart (the API server may be what failed).
+    if (!cancelled && events_) {
+      using namespace boost::asio::experimental::awaitable_operators;
+      boost::asio::steady_timer limit(ctx_.executor, std::chrono::seconds(2));
+      co_await (events_->flush() || limit.async_wait(boost::asio::use_awaitable));
+    }
     std::rethrow_exception(failure);
   }
 }
