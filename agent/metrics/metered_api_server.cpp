@@ -50,6 +50,14 @@ boost::asio::awaitable<k8s::ApiResult<std::string>> MeteredApiServer::update(k8s
   co_return r;
 }
 
+boost::asio::awaitable<k8s::ApiResult<std::string>> MeteredApiServer::patch(k8s::ResourceType type, k8s::ObjectKey key,
+                                                                            std::string body) {
+  const k8s::ResourceType t = type;
+  auto r = co_await inner_->patch(std::move(type), std::move(key), std::move(body));
+  record("patch", r, &t);
+  co_return r;
+}
+
 boost::asio::awaitable<k8s::ApiStatus> MeteredApiServer::remove(k8s::ResourceType type, k8s::ObjectKey key,
                                                                 k8s::Preconditions pre) {
   const k8s::ResourceType t = type;

@@ -27,6 +27,8 @@ class MeteredApiServer final : public k8s::ApiServer {
                                                              std::string body) override;
   boost::asio::awaitable<k8s::ApiResult<std::string>> update(k8s::ResourceType type, k8s::ObjectKey key,
                                                              std::string body) override;
+  boost::asio::awaitable<k8s::ApiResult<std::string>> patch(k8s::ResourceType type, k8s::ObjectKey key,
+                                                            std::string body) override;
   boost::asio::awaitable<k8s::ApiStatus> remove(k8s::ResourceType type, k8s::ObjectKey key,
                                                 k8s::Preconditions pre) override;
   boost::asio::awaitable<k8s::ApiResult<k8s::ServerVersion>> version() override;

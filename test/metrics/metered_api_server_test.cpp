@@ -52,6 +52,9 @@ struct FakeApi : k8s::ApiServer {
   asio::awaitable<k8s::ApiResult<std::string>> update(k8s::ResourceType, k8s::ObjectKey, std::string) override {
     co_return answer(std::string("{}"));
   }
+  asio::awaitable<k8s::ApiResult<std::string>> patch(k8s::ResourceType, k8s::ObjectKey, std::string) override {
+    co_return answer(std::string("{}"));
+  }
   asio::awaitable<k8s::ApiStatus> remove(k8s::ResourceType, k8s::ObjectKey, k8s::Preconditions) override {
     co_return answer(k8s::Ok{});
   }
@@ -71,6 +74,7 @@ TEST(MeteredApiServer, ReportsVerbsStatusesRestartsAndSliceWrites) {
   EXPECT_TRUE(run(api.watch(k8s::kResourceSlicesV1, "", {})).ok());
   EXPECT_TRUE(run(api.create(k8s::kResourceSlicesV1, "", "{}")).ok());
   EXPECT_TRUE(run(api.create(k8s::kLeasesV1, "ns", "{}")).ok());
+  EXPECT_TRUE(run(api.patch(k8s::kEventsV1, {"ns", "e"}, "{}")).ok());
   fake->fail = k8s::ApiError{409, "Conflict", "stale", {}};
   EXPECT_EQ(run(api.update(k8s::kResourceSlicesV1, {"", "s"}, "{}")).error().http_status, 409);
   fake->fail = k8s::make_local_error(k8s::kReasonConnection, "refused");
@@ -78,7 +82,7 @@ TEST(MeteredApiServer, ReportsVerbsStatusesRestartsAndSliceWrites) {
   EXPECT_FALSE(run(api.version()).ok());
   EXPECT_EQ(sink.events, (std::vector<std::string>{"get 200", "list 200", "watch 200", "watch 200",
                                                    "restart resourceslices", "watch 200", "create 201",
-                                                   "slice create ok", "create 201", "update 409",
+                                                   "slice create ok", "create 201", "patch 200", "update 409",
                                                    "slice update error", "delete 0", "slice delete error",
                                                    "version 0"}));
 }
