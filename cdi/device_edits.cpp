@@ -4,6 +4,9 @@
 #include <cctype>
 #include <filesystem>
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 namespace nvdra::cdi {
 namespace {
 
@@ -16,8 +19,11 @@ std::string strip_slash(std::string s) {
   return s;
 }
 
-DeviceNode char_node(std::string path, int64_t major, const CapNode& cap, const HostView& host) {
-  DeviceNode n = device_node(std::move(path), host);
+// A node the runtime creates from type/major/minor alone (MIG capabilities, IMEX channels): no
+// hostPath, as upstream writes them; the host need not have the node at any particular place.
+DeviceNode char_node(std::string path, int64_t major, const CapNode& cap) {
+  DeviceNode n;
+  n.path = std::move(path);
   n.type = "c";
   n.major = major;
   n.minor = cap.minor;
@@ -40,6 +46,14 @@ DeviceNode device_node(std::string path, const HostView& host) {
   DeviceNode n;
   auto root = strip_slash(host.dev_root);
   if (root != "/" && !root.empty()) n.host_path = root + path;
+  struct stat st {};
+  const std::string seen = (strip_slash(host.dev_view) == "/" ? std::string() : strip_slash(host.dev_view)) + path;
+  if (::stat(seen.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) {
+    n.major = major(st.st_rdev);
+    n.minor = minor(st.st_rdev);
+    n.file_mode = st.st_mode & 07777;
+    n.permissions = "rwm";
+  }
   n.path = std::move(path);
   return n;
 }
@@ -62,8 +76,8 @@ ContainerEdits gpu_edits(const GpuDevice& gpu, const HostView& host) {
 
 ContainerEdits mig_edits(const MigDevice& mig, const MigCaps& caps, const HostView& host) {
   ContainerEdits e = gpu_edits(GpuDevice{mig.parent_minor, {}}, host);
-  e.device_nodes.push_back(char_node(cap_path(caps.gi.minor), caps.major, caps.gi, host));
-  e.device_nodes.push_back(char_node(cap_path(caps.ci.minor), caps.major, caps.ci, host));
+  e.device_nodes.push_back(char_node(cap_path(caps.gi.minor), caps.major, caps.gi));
+  e.device_nodes.push_back(char_node(cap_path(caps.ci.minor), caps.major, caps.ci));
   return e;
 }
 
@@ -77,21 +91,21 @@ Result<ContainerEdits> read_mig_edits(const MigDevice& mig, const HostView& host
   return mig_edits(mig, MigCaps{*major, *gi, *ci}, host);
 }
 
-ContainerEdits imex_channel_edits(const ImexChannel& channel, const HostView& host) {
+ContainerEdits imex_channel_edits(const ImexChannel& channel) {
   ContainerEdits e;
   CapNode node{channel.id, kImexChannelMode};
   e.device_nodes.push_back(char_node(
-      "/dev/nvidia-caps-imex-channels/channel" + std::to_string(channel.id), channel.major, node, host));
+      "/dev/nvidia-caps-imex-channels/channel" + std::to_string(channel.id), channel.major, node));
   return e;
 }
 
-ContainerEdits imex_daemon_edits(const ImexDaemon& d, const HostView& host) {
+ContainerEdits imex_daemon_edits(const ImexDaemon& d) {
   ContainerEdits e;
   e.env = {"CLIQUE_ID=" + d.clique_id, "COMPUTE_DOMAIN_UUID=" + d.domain_uid,
            "COMPUTE_DOMAIN_NAME=" + d.domain_name, "COMPUTE_DOMAIN_NAMESPACE=" + d.domain_namespace};
   e.mounts.push_back(Mount{d.domain_dir, "/imexd", {}, {"rw", "nosuid", "nodev", "bind"}});
   if (!d.clique_id.empty())
-    e.device_nodes.push_back(char_node(cap_path(d.fabric_mgmt.minor), d.caps_major, d.fabric_mgmt, host));
+    e.device_nodes.push_back(char_node(cap_path(d.fabric_mgmt.minor), d.caps_major, d.fabric_mgmt));
   return e;
 }
 

@@ -15,10 +15,12 @@ namespace nvdra::cdi {
 // How the host looks from the agent. host_root: where the host's /proc and /sys are read ("/" on
 // the host, --host-root in a container). dev_root: the host directory whose dev/ holds the NVIDIA
 // device nodes (the host driver root when a driver container provides /dev, else "/"); written
-// as the nodes' hostPath when it is not "/".
+// as the nodes' hostPath when it is not "/". dev_view: where the agent reads dev_root (its
+// --container-driver-root or --host-root), to stat the nodes as nvcdi does.
 struct HostView {
   std::string host_root = "/";
   std::string dev_root = "/";
+  std::string dev_view = "/";
 };
 
 struct GpuDevice {
@@ -59,7 +61,9 @@ struct MpsSettings {
   std::vector<std::string> env;  // extra "NAME=value" entries, appended after the upstream ones
 };
 
-// A node at `path` in the container, taken from dev_root on the host.
+// A node at `path` in the container, taken from dev_root on the host. When the node is a character
+// device, its major, minor, file mode and "rwm" are filled in from stat, as nvcdi writes them (the
+// type is left for the runtime, as nvcdi does). Blocking (one stat).
 DeviceNode device_node(std::string path, const HostView& host);
 
 // /dev/nvidia<minor>, plus the GPU's /dev/dri/card* and renderD* nodes found under
@@ -71,8 +75,8 @@ ContainerEdits mig_edits(const MigDevice& mig, const MigCaps& caps, const HostVi
 // Same, reading the caps minors and major from the host; errors name the files looked in.
 Result<ContainerEdits> read_mig_edits(const MigDevice& mig, const HostView& host);
 
-ContainerEdits imex_channel_edits(const ImexChannel& channel, const HostView& host);
-ContainerEdits imex_daemon_edits(const ImexDaemon& daemon, const HostView& host);
+ContainerEdits imex_channel_edits(const ImexChannel& channel);
+ContainerEdits imex_daemon_edits(const ImexDaemon& daemon);
 
 // CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps, /dev/shm and /tmp/nvidia-mps bind mounts.
 ContainerEdits mps_edits(const MpsSettings& mps);

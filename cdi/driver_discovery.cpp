@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <unistd.h>
+
 #include "agent/base/log.hpp"
 #include "cdi/driver_libraries.hpp"
 #include "cdi/root_path.hpp"
@@ -78,12 +80,35 @@ void find_firmware(const std::string& root, DriverInventory& inv) {
                          inv.version);
 }
 
+bool executable_file(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0;
+}
+
 }  // namespace
+
+std::string resolve_cdi_hook(const DriverRoots& roots, const std::string& configured) {
+  if (!configured.empty()) return configured;
+  for (const char* p : kHostCdiHookPaths)
+    if (executable_file(join_root(roots.host_root, p))) return p;
+  if (executable_file(join_root(roots.container_driver_root, kDriverRootCdiHookPath)))
+    return join_root(roots.driver_root, kDriverRootCdiHookPath);
+  return {};
+}
 
 Result<DriverInventory> discover_driver(const DriverRoots& roots) {
   const std::string& root = roots.container_driver_root;
   auto libs = discover_libraries(root);
   if (!libs) return libs.error();
+  // Upstream looks for libcuda.so.<NVML's version> and fails prepare with "failed to locate
+  // libcuda.so: libcuda.so.<version>: not found"; injecting another version's libraries would give
+  // containers a user space that does not match the kernel module.
+  if (!roots.nvml_version.empty() && libs->version != roots.nvml_version)
+    return make_error(ErrorCode::kFailedPrecondition,
+                      "failed to locate libcuda.so: libcuda.so." + roots.nvml_version + ": not found: NVML reports "
+                      "driver version " + roots.nvml_version + " but the driver root " + root + " holds libcuda.so." +
+                      libs->version + " (driver version " + libs->version + "); point --nvidia-driver-root at the "
+                      "running driver's files");
   DriverInventory inv;
   inv.version = libs->version;
   inv.libcuda = libs->libcuda;
@@ -100,8 +125,9 @@ Result<DriverInventory> discover_driver(const DriverRoots& roots) {
     auto found = first_present(root, alternatives, "IPC socket");
     if (!found.empty()) inv.ipc.push_back(found);
   }
-  // Device nodes come from the driver root when it has a /dev (driver container), else the host.
-  bool root_has_dev = roots.driver_root != "/" && exists_in_root(root, "/dev");
+  // Device nodes come from the driver root only when it has a real dev/ directory, as upstream.
+  std::error_code ec;
+  bool root_has_dev = roots.driver_root != "/" && fs::is_directory(fs::symlink_status(join_root(root, "/dev"), ec));
   inv.dev_root = root_has_dev ? roots.driver_root : "/";
   const std::string& dev_view = root_has_dev ? root : roots.host_root;
   for (const auto& node : kControlDevices) {

@@ -19,8 +19,22 @@ struct DriverRoots {
   std::string driver_root = "/";            // --nvidia-driver-root: the host path
   std::string container_driver_root = "/";  // --container-driver-root: where the agent reads it
   std::string host_root = "/";              // --host-root: the host's /, for /dev when the root has none
-  std::string hook_path;                    // --nvidia-cdi-hook-path; "" = no hooks
+  std::string hook_path;                    // nvidia-cdi-hook on the host (resolve_cdi_hook); "" = no hooks
+  // NVML's driver version: the driver root must hold libcuda.so.<it> ("" = take what is there).
+  std::string nvml_version;
 };
+
+// Where the NVIDIA Container Toolkit puts nvidia-cdi-hook, as host paths: a host install, the GPU
+// Operator's toolkit directory. A driver root's own /usr/bin/nvidia-cdi-hook comes last.
+inline constexpr const char* kHostCdiHookPaths[] = {"/usr/bin/nvidia-cdi-hook",
+                                                    "/usr/local/nvidia/toolkit/nvidia-cdi-hook"};
+inline constexpr const char* kDriverRootCdiHookPath = "/usr/bin/nvidia-cdi-hook";
+
+// The hook path to write into specs: `configured` (--nvidia-cdi-hook-path) when set, else the first
+// executable file of kHostCdiHookPaths under host_root, then kDriverRootCdiHookPath under the driver
+// root (seen through container_driver_root, written under driver_root); "" when there is none.
+// Blocking (a few stats).
+std::string resolve_cdi_hook(const DriverRoots& roots, const std::string& configured);
 
 // A symlink to recreate in the container (create-symlinks hook): link -> target, as on the host.
 struct DriverLink {

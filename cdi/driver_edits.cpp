@@ -24,9 +24,10 @@ std::string dir_of(const std::string& p) {
   return d.empty() ? "/" : d;
 }
 
+// As nvcdi writes them: argv[0] "nvidia-cdi-hook", debug output off.
 Hook cdi_hook(const DriverRoots& roots, std::vector<std::string> args) {
   args.insert(args.begin(), "nvidia-cdi-hook");
-  return Hook{"createContainer", roots.hook_path, std::move(args), {}, std::nullopt};
+  return Hook{"createContainer", roots.hook_path, std::move(args), {"NVIDIA_CTK_DEBUG=false"}, std::nullopt};
 }
 
 void add_hooks(const DriverInventory& inv, const DriverRoots& roots, ContainerEdits& e) {
@@ -52,7 +53,9 @@ void add_hooks(const DriverInventory& inv, const DriverRoots& roots, ContainerEd
 
 }  // namespace
 
-HostView host_view(const DriverInventory& inv, const DriverRoots& roots) { return HostView{roots.host_root, inv.dev_root}; }
+HostView host_view(const DriverInventory& inv, const DriverRoots& roots) {
+  return HostView{roots.host_root, inv.dev_root, inv.dev_root == "/" ? roots.host_root : roots.container_driver_root};
+}
 
 ContainerEdits driver_edits(const DriverInventory& inv, const DriverRoots& roots) {
   ContainerEdits e;

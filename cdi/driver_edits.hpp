@@ -3,7 +3,7 @@
 // containerEdits"): control device nodes, read-only bind mounts of libraries, config files,
 // binaries and firmware, IPC mounts, NVIDIA_CTK_LIBCUDA_DIR, and the nvidia-cdi-hook
 // createContainer hooks (create-symlinks, enable-cuda-compat, update-ldcache,
-// disable-device-node-modification) when --nvidia-cdi-hook-path is set. Pure; thread-safe.
+// disable-device-node-modification) when DriverRoots::hook_path is set (resolve_cdi_hook). Pure; thread-safe.
 #include "cdi/device_edits.hpp"
 #include "cdi/driver_discovery.hpp"
 #include "cdi/spec_model.hpp"

@@ -36,6 +36,10 @@ std::string claim_spec_file(std::string_view vendor, std::string_view claim_uid)
   return transient_spec_name(vendor, kClaimClass, claim_uid) + std::string(kSpecExtension);
 }
 
+std::string legacy_gpu_base_spec_file() {
+  return transient_spec_name(kGpuVendor, kDeviceClass, "base") + std::string(kLegacySpecExtension);
+}
+
 std::string claim_device_name(std::string_view claim_uid, std::string_view device) {
   return std::string(claim_uid) + "-" + std::string(device);
 }

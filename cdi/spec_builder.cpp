@@ -26,6 +26,12 @@ Result<BuiltSpec> build_spec(std::string_view vendor, std::string_view cls, std:
     out.device_ids.push_back(qualified_device_id(vendor, cls, d.name));
     out.spec.devices.push_back(Device{std::move(d.name), {}, std::move(d.edits)});
   }
+  // CDI consumers reject a spec in which any device has no edits (podman 4.3: "invalid device,
+  // empty device edits"), which would make every id of the spec unresolvable.
+  for (const auto& d : out.spec.devices)
+    if (d.edits.empty())
+      return make_error(ErrorCode::kInvalidArgument, "CDI device \"" + d.name + "\" has no edits of its own (spec " +
+                                                         out.file_name + "); CDI consumers reject such a spec");
   out.spec.edits = std::move(common);
   out.content = serialize(out.spec);
   return out;

@@ -1,6 +1,7 @@
 #pragma once
-// Assembles validated, serialized specs: the per-claim transient spec and the node-wide base spec
-// that carries the driver's common edits (upstream-driver.md §5). Pure; thread-safe.
+// Assembles validated, serialized specs: the per-claim transient spec, whose spec-level edits carry
+// the driver's common edits as upstream's do, and a node-wide base spec (upstream's compute-domain
+// "device_base") (upstream-driver.md §5). Pure; thread-safe.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,18 +29,17 @@ Result<BuiltSpec> build_spec(std::string_view vendor, std::string_view cls, std:
                              std::vector<NamedEdits> devices, ContainerEdits common);
 
 // The claim's transient spec: kind <vendor>/claim, devices "<claimUID>-<name>", file
-// "<vendor>-claim_<claimUID>.json". `common` is usually empty: the driver's edits live in the
-// base spec, whose device id (its BuiltSpec::device_ids[0]) the caller returns beside each device id.
+// "<vendor>-claim_<claimUID>.yaml"; `common` (the driver's edits, NVIDIA_VISIBLE_DEVICES=void) at
+// spec level, so each device id alone brings everything a container needs.
 Result<BuiltSpec> build_claim_spec(std::string_view vendor, std::string_view claim_uid,
                                    std::vector<NamedEdits> devices, ContainerEdits common = {});
 
 // The node-wide base spec: kind <vendor>/device, one device `device_name` with `device_edits`,
-// the driver's edits at spec level; file "<vendor>-device_base.json". Written once and rewritten
+// the driver's edits at spec level; file "<vendor>-device_base.yaml". Written once and rewritten
 // only when its content changes (SpecStore::write_if_changed).
 Result<BuiltSpec> build_base_spec(std::string_view vendor, std::string_view device_name, ContainerEdits device_edits,
                                   ContainerEdits driver_edits);
 
-inline constexpr std::string_view kGpuBaseDevice = "driver";        // k8s.gpu.nvidia.com/device=driver
 inline constexpr std::string_view kComputeDomainBaseDevice = "all";  // upstream's CD base device
 
 }  // namespace nvdra::cdi

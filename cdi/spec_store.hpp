@@ -30,7 +30,7 @@ enum class SpecOp { kWrite, kRemove };
 
 struct SpecChange {
   SpecOp op = SpecOp::kWrite;
-  std::string file_name;  // a plain name inside the store, e.g. "k8s.gpu.nvidia.com-claim_<uid>.json"
+  std::string file_name;  // a plain name inside the store, e.g. "k8s.gpu.nvidia.com-claim_<uid>.yaml"
   std::string content;    // for kWrite
 
   static SpecChange write(std::string file_name, std::string content) {
@@ -41,8 +41,8 @@ struct SpecChange {
   bool operator==(const SpecChange&) const = default;
 };
 
-// The changes that take a claim's spec out: the .json nvdra wrote and the .yaml an upstream
-// plugin may have written before nvdra replaced it.
+// The changes that take a claim's spec out: the .yaml nvdra and upstream write and the .json
+// older nvdra versions wrote.
 std::vector<SpecChange> claim_removal(std::string_view vendor, std::string_view claim_uid);
 
 class SpecStore {

@@ -198,18 +198,17 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
         edits.push_back(cdi::NamedEdits{d->name, std::move(e)});
       }
     }
-    auto spec = cdi::build_claim_spec(cdi::kGpuVendor, claim.uid, edits);
+    auto spec = cdi::build_claim_spec(cdi::kGpuVendor, claim.uid, edits, options_.common_edits);
     if (!spec) return spec.error();
     if (auto st = specs_.write(*spec); !st) return st;
-    // The ids of the devices, in the order the groups listed them.
-    const std::string base = cdi::qualified_device_id(cdi::kGpuVendor, cdi::kDeviceClass, cdi::kGpuBaseDevice);
+    // The ids of the devices, in the order the groups listed them: one claim-scoped id each, as upstream.
     std::size_t next = 0;
     for (std::size_t g = 0; g < groups->size(); ++g)
       for (std::size_t k = 0; k < (*groups)[g].devices.size(); ++k) {
         const auto* d = (*groups)[g].devices[k];
         const auto& r = allocation->results[(*groups)[g].results[k]];
         PreparedEntry entry{d->type, d->uuid, d->parent_uuid, d->parent_minor, d->gi_id,
-                            d->ci_id, {r.request}, options_.node_name, d->name, {base, spec->device_ids[next++]}};
+                            d->ci_id, {r.request}, options_.node_name, d->name, {spec->device_ids[next++]}};
         if (auto made = created.find(d->name); made != created.end())
           entry.uuid = made->second.uuid, entry.gi_id = made->second.gi_id, entry.ci_id = made->second.ci_id;
         prepared[g].devices.push_back(std::move(entry));

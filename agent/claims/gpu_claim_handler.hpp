@@ -40,6 +40,9 @@ struct GpuClaimHandlerOptions {
   std::string driver_root = "/";  // where nvidia-smi is found, as the agent sees it
   std::string mps_root;           // <plugins dir>/gpu.nvidia.com/mps: one <daemon id>/ per MPS group
   cdi::HostView host;             // how CDI device edits read the host
+  // Spec-level edits of every claim spec: the driver's common edits and NVIDIA_VISIBLE_DEVICES=void
+  // (upstream-driver.md §5.1), so each claim-scoped CDI id alone is all a container needs.
+  cdi::ContainerEdits common_edits;
   ConfigGates gates;              // copied from config::FeatureGates
   // DynamicMIG: the NVML seam that creates/destroys MIG devices at prepare/unprepare (the
   // agent's long-lived library; must outlive the handler). Null: dynamic MIG devices in the

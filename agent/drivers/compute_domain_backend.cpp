@@ -71,7 +71,6 @@ boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::
 
   ComputeDomainClaimOptions options;
   options.host_managed = parts->host_managed;
-  options.host = cdi::HostView{o.host_root, o.nvidia_driver_root};
   options.gates = claims::ConfigGates{o.gates.enabled(config::gate::kTimeSlicingSettings),
                                       o.gates.enabled(config::gate::kMPSSupport),
                                       o.gates.enabled(config::gate::kPassthroughSupport),

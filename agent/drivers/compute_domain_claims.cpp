@@ -204,8 +204,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> ComputeDoma
   const auto& result = allocation->devices[0];
   auto built = co_await pool_.run([&]() -> Result<cdi::BuiltSpec> {
     cdi::NamedEdits edits{std::string(imex::kChannelDevice),
-                          cdi::imex_channel_edits(cdi::ImexChannel{imex::kChannelId, options_.channel_major},
-                                                  options_.host)};
+                          cdi::imex_channel_edits(cdi::ImexChannel{imex::kChannelId, options_.channel_major})};
     auto spec = cdi::build_claim_spec(cdi::kComputeDomainVendor, claim.uid, {std::move(edits)});
     if (!spec) return spec.error();
     if (auto st = specs_.write(*spec); !st) return st.error();

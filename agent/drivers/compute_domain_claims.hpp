@@ -36,7 +36,6 @@ struct ComputeDomainClaimOptions {
   int64_t channel_major = 0;    // nvidia-caps-imex-channels
   std::string clique_id;        // this node's NVLink clique; "" fails prepare (permanent)
   std::string clique_problem;   // why NVML could not tell the clique, when it could not
-  cdi::HostView host;
   claims::ConfigGates gates;
 };
 

@@ -9,6 +9,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <memory>
+#include <string>
 
 #include "agent/base/device.hpp"
 #include "agent/base/result.hpp"
@@ -40,6 +41,9 @@ class DriverBackend {
   virtual boost::asio::awaitable<Result<DriverResources>> resources() = 0;
   // The claims as the checkpoint holds them now (for status), or null before start().
   virtual const claims::Checkpoint* checkpoint() const { return nullptr; }
+  // A standing problem found at start that does not stop the driver (e.g. no nvidia-cdi-hook), shown
+  // as the driver's status detail while nothing more pressing is; "" when none.
+  virtual std::string notice() const { return {}; }
   // Where the backend reports what operators must see (Kubernetes Events); set before start(),
   // null when no API server is configured.
   void set_events(k8s::EventRecorder* events) { events_ = events; }

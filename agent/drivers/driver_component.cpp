@@ -103,6 +103,7 @@ const char* registration_text(kubelet::RegistrationState state) {
 }  // namespace
 
 void DriverComponent::report(std::string detail) {
+  if (detail.empty() && backend_) detail = backend_->notice();
   ctx_.status.set_driver(systemd_bus::DriverStatus{name(), registration_text(registration().state), published_,
                                                    std::move(detail)});
 }

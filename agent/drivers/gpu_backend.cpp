@@ -1,6 +1,9 @@
 #include "agent/drivers/gpu_backend.hpp"
 
+#include <boost/json/serialize.hpp>
+
 #include <filesystem>
+#include <span>
 
 #include "agent/base/log.hpp"
 #include "agent/claims/checkpoint_committer.hpp"
@@ -22,6 +25,7 @@
 #include "cdi/file_spec_store.hpp"
 #include "cdi/naming.hpp"
 #include "cdi/spec_builder.hpp"
+#include "cdi/spec_store.hpp"
 #include "nvml/partitions.hpp"
 #include "nvml/published_devices.hpp"
 
@@ -33,6 +37,8 @@ struct GpuBackend::Parts {
   std::shared_ptr<DiscoveredGpus> gpus;  // NodeGpus's session: outlives a restart of this driver
   claims::GpuInventory inventory;
   cdi::HostView host;
+  cdi::ContainerEdits common_edits;  // spec-level edits of every claim spec
+  std::string hook_problem;          // no nvidia-cdi-hook found: specs go without hooks
   std::unique_ptr<cdi::FileSpecStore> specs;
   std::unique_ptr<claims::FileCheckpointStore> store;
   claims::StartupCheckpoint startup;
@@ -65,22 +71,48 @@ claims::MpsManagerChoice choose_mps_manager(config::MpsManager wanted) {
   return claims::auto_mps_manager(claims::probe_host());
 }
 
-// The blocking half of start(), on the worker pool: driver files, the base CDI spec, the MPS manager.
+// Whether a checkpointed claim was answered with the node-wide id of older nvdra versions: its
+// containers still need that spec, so it stays until no such claim is left.
+bool uses_legacy_base(const claims::Checkpoint& checkpoint) {
+  for (const auto& [uid, entry] : checkpoint.claims)
+    if (boost::json::serialize(entry.prepared_devices).find(cdi::kLegacyGpuBaseDeviceId) != std::string::npos)
+      return true;
+  return false;
+}
+
+// The blocking half of start(), on the worker pool: driver files, the claim specs' common edits,
+// the MPS manager.
 Status open_parts(GpuBackend::Parts& p, const config::Options& o) {
   const auto mps = choose_mps_manager(o.mps_manager);
   p.mps = claims::make_mps_control(mps.kind, o.nvidia_driver_root);
   p.mps_why = std::string(claims::to_string(mps.kind)) + " (" + mps.why + ")";
 
-  const cdi::DriverRoots roots{o.nvidia_driver_root, o.container_driver_root, o.host_root, o.nvidia_cdi_hook_path};
+  cdi::DriverRoots roots{o.nvidia_driver_root, o.container_driver_root, o.host_root, {},
+                         p.gpus->model.system.driver_version};
+  roots.hook_path = cdi::resolve_cdi_hook(roots, o.nvidia_cdi_hook_path);
+  if (roots.hook_path.empty()) {
+    p.hook_problem = std::string("no nvidia-cdi-hook found (looked for ") + cdi::kHostCdiHookPaths[0] + ", " +
+                     cdi::kHostCdiHookPaths[1] + " on the host and " + cdi::kDriverRootCdiHookPath +
+                     " in the driver root): CDI specs go without the create-symlinks, enable-cuda-compat and "
+                     "update-ldcache hooks; install the NVIDIA Container Toolkit or set --nvidia-cdi-hook-path";
+  }
   auto inventory = cdi::discover_driver(roots);
   if (!inventory) return inventory.error();
   p.host = cdi::host_view(*inventory, roots);
-  auto base = cdi::build_base_spec(cdi::kGpuVendor, cdi::kGpuBaseDevice, {}, cdi::driver_edits(*inventory, roots));
-  if (!base) return base.error();
+  p.common_edits = cdi::driver_edits(*inventory, roots);
+  // Upstream's claim specs say so at spec level: the legacy NVIDIA runtime hook then hands an image
+  // that sets NVIDIA_VISIBLE_DEVICES=all no GPU beyond the claim's.
+  p.common_edits.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
   auto specs = cdi::FileSpecStore::open(o.cdi_root);
   if (!specs) return specs.error();
   p.specs = std::move(*specs);
-  if (auto wrote = p.specs->write_if_changed(*base); !wrote) return wrote.error();
+  if (!uses_legacy_base(p.startup.checkpoint)) {
+    const auto legacy = cdi::SpecChange::remove(cdi::legacy_gpu_base_spec_file());
+    if (p.specs->read(legacy.file_name))
+      logger(config::kGpuDriverName)->info("cdi spec={} of an older nvdra (id {}) is used by no claim: removed",
+                                           legacy.file_name, cdi::kLegacyGpuBaseDeviceId);
+    if (auto st = p.specs->apply(std::span<const cdi::SpecChange>(&legacy, 1)); !st) return st;
+  }
   return {};
 }
 
@@ -104,6 +136,10 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   parts->startup = std::move(checkpoint->startup);
   auto opened = co_await ctx_.workers.run([&p = *parts, &o] { return open_parts(p, o); });
   if (!opened) co_return opened;
+  if (!parts->hook_problem.empty()) {
+    log->warn("{}", parts->hook_problem);
+    ctx_.status.record_error(config::kGpuDriverName, parts->hook_problem);
+  }
   log->info("driver={} gpus={} checkpoint={} claims={} ({})", config::kGpuDriverName, parts->gpus->model.gpus.size(),
             parts->store->location(), parts->startup.checkpoint.claims.size(), describe(parts->startup.check));
   log->info("mps manager={}", parts->mps_why);
@@ -117,6 +153,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   ho.driver_root = o.nvidia_driver_root;
   ho.mps_root = (fs::path(data_dir) / "mps").string();
   ho.host = p.host;
+  ho.common_edits = p.common_edits;
   // DynamicMIG creates and destroys MIG devices through the one NVML session the backend keeps.
   ho.mig_library = p.gpus->library.get();
   ho.metrics = &ctx_.metrics;
@@ -152,6 +189,8 @@ kubelet::ClaimHandler& GpuBackend::claims() { return *parts_->handler; }
 boost::asio::awaitable<Result<DriverResources>> GpuBackend::resources() {
   co_return nvml::published_gpu_resources(parts_->gpus->model, ctx_.options.gates.enabled(config::gate::kDynamicMIG));
 }
+
+std::string GpuBackend::notice() const { return parts_ ? parts_->hook_problem : std::string(); }
 
 const claims::Checkpoint* GpuBackend::checkpoint() const {
   return parts_ ? &parts_->committer->current() : nullptr;

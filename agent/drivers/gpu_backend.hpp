@@ -1,6 +1,6 @@
 #pragma once
 // GpuBackend — gpu.nvidia.com inside the agent: NVML discovery (the devices it publishes and the
-// inventory claims are checked against), the driver's base CDI spec, the checkpoint in the plugin
+// inventory claims are checked against), the driver's CDI edits, the checkpoint in the plugin
 // data directory, and the GpuClaimHandler over them. start() repairs what a crash left behind
 // (claims::GpuClaimHandler::recover) before kubelet is served.
 #include <memory>
@@ -18,6 +18,7 @@ class GpuBackend final : public DriverBackend {
   kubelet::ClaimHandler& claims() override;
   boost::asio::awaitable<Result<DriverResources>> resources() override;
   const claims::Checkpoint* checkpoint() const override;
+  std::string notice() const override;
 
   struct Parts;  // what start() builds (defined in the .cpp)
 

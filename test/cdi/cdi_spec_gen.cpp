@@ -49,12 +49,13 @@ int main(int argc, char** argv) {
   const auto driver = cdi::driver_edits(*inv, roots);
   const auto host = cdi::host_view(*inv, roots);
 
-  auto gpu_base = must(cdi::build_base_spec(cdi::kGpuVendor, cdi::kGpuBaseDevice, {}, driver), "gpu base");
+  // GPU claim specs carry the driver's edits and NVIDIA_VISIBLE_DEVICES=void at spec level, as upstream.
+  cdi::ContainerEdits common = driver;
+  common.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
   cdi::ContainerEdits all = cdi::all_gpu_nodes(*inv, roots);
   all.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
   auto cd_base = must(cdi::build_base_spec(cdi::kComputeDomainVendor, cdi::kComputeDomainBaseDevice, all, driver),
                       "cd base");
-  must(store->write_if_changed(gpu_base), "write gpu base");
   must(store->write_if_changed(cd_base), "write cd base");
 
   const std::string gpu_claim = "3b1f0c6e-8a4d-4f43-9f3c-1d2e3f4a5b6c";
@@ -66,27 +67,29 @@ int main(int argc, char** argv) {
 
   auto gpus = must(cdi::build_claim_spec(cdi::kGpuVendor, gpu_claim,
                                          {{"gpu-0", cdi::gpu_edits({0, "00000000:3B:00.0"}, host)},
-                                          {"gpu-1", cdi::gpu_edits({1, ""}, host)}}),
+                                          {"gpu-1", cdi::gpu_edits({1, ""}, host)}},
+                                         common),
                    "gpu claim");
   auto migs = must(cdi::build_claim_spec(
                        cdi::kGpuVendor, mig_claim,
                        {{"gpu-0-mig-1g10gb-19-0", must(cdi::read_mig_edits({0, 1, 0}, host), "mig 0")},
-                        {"gpu-1-mig-2g20gb-14-2", must(cdi::read_mig_edits({1, 2, 1}, host), "mig 1")}}),
+                        {"gpu-1-mig-2g20gb-14-2", must(cdi::read_mig_edits({1, 2, 1}, host), "mig 1")}},
+                       common),
                    "mig claim");
   cdi::ContainerEdits mps = cdi::gpu_edits({1, ""}, host);
   mps.append(cdi::mps_edits({out + "/node/mps/pipe", out + "/node/mps/shm", {}}));
-  auto mps_spec = must(cdi::build_claim_spec(cdi::kGpuVendor, mps_claim, {{"gpu-1", mps}}), "mps claim");
+  auto mps_spec = must(cdi::build_claim_spec(cdi::kGpuVendor, mps_claim, {{"gpu-1", mps}}, common), "mps claim");
   auto imex_major = must(cdi::read_char_device_major(roots.host_root, cdi::kImexChannelsDevice), "imex major");
   auto channel = must(cdi::build_claim_spec(cdi::kComputeDomainVendor, channel_claim,
-                                            {{"channel-0", cdi::imex_channel_edits({0, imex_major}, host)}}),
+                                            {{"channel-0", cdi::imex_channel_edits({0, imex_major})}}),
                       "channel claim");
   cdi::ImexDaemon daemon{"4026", "cd-uid", "cd", "ns", out + "/node/domains/cd-uid",
                          must(cdi::read_char_device_major(roots.host_root, cdi::kNvidiaCapsDevice), "caps major"),
                          must(cdi::read_cap(roots.host_root, "fabric-imex-mgmt"), "fabric cap")};
   auto daemon_spec = must(cdi::build_claim_spec(cdi::kComputeDomainVendor, daemon_claim,
-                                                {{"daemon-0", cdi::imex_daemon_edits(daemon, host)}}),
+                                                {{"daemon-0", cdi::imex_daemon_edits(daemon)}}),
                           "daemon claim");
-  auto gone = must(cdi::build_claim_spec(cdi::kGpuVendor, gone_claim, {{"gpu-0", cdi::gpu_edits({0, ""}, host)}}),
+  auto gone = must(cdi::build_claim_spec(cdi::kGpuVendor, gone_claim, {{"gpu-0", cdi::gpu_edits({0, ""}, host)}}, common),
                    "gone claim");
 
   // One batch for all claims: the group-commit path.
@@ -104,9 +107,9 @@ int main(int argc, char** argv) {
       devices[claim + "/" + s.spec.devices[i].name] = std::move(ids);
     }
   };
-  add(gpus, gpu_claim, {gpu_base.device_ids[0]});
-  add(migs, mig_claim, {gpu_base.device_ids[0]});
-  add(mps_spec, mps_claim, {gpu_base.device_ids[0]});
+  add(gpus, gpu_claim, {});
+  add(migs, mig_claim, {});
+  add(mps_spec, mps_claim, {});
   add(channel, channel_claim, {});
   add(daemon_spec, daemon_claim, {cd_base.device_ids[0]});
   boost::json::object result;

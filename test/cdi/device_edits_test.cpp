@@ -49,7 +49,7 @@ TEST(DeviceEdits, MigDeviceWhoseCapsAreMissingIsAnErrorNamingTheCap) {
 }
 
 TEST(DeviceEdits, ImexChannelIsAWorldAccessibleCharNode) {
-  auto e = imex_channel_edits(ImexChannel{7, 235}, HostView{});
+  auto e = imex_channel_edits(ImexChannel{7, 235});
   ASSERT_EQ(e.device_nodes.size(), 1u);
   const auto& n = e.device_nodes[0];
   EXPECT_EQ(n.path, "/dev/nvidia-caps-imex-channels/channel7");
@@ -61,12 +61,12 @@ TEST(DeviceEdits, ImexChannelIsAWorldAccessibleCharNode) {
 TEST(DeviceEdits, ImexDaemonGetsDomainEnvMountAndFabricCapOnlyWithClique) {
   ImexDaemon d{"4026", "cd-uid", "cd", "ns", "/var/lib/kubelet/plugins/compute-domain.nvidia.com/domains/cd-uid", 234,
                CapNode{4096, 256u}};
-  auto e = imex_daemon_edits(d, HostView{});
+  auto e = imex_daemon_edits(d);
   EXPECT_EQ(e.env[0], "CLIQUE_ID=4026");
   EXPECT_EQ(e.mounts.at(0).container_path, "/imexd");
   EXPECT_EQ(paths(e), std::vector<std::string>{"/dev/nvidia-caps/nvidia-cap4096"});
   d.clique_id.clear();
-  EXPECT_TRUE(imex_daemon_edits(d, HostView{}).device_nodes.empty());
+  EXPECT_TRUE(imex_daemon_edits(d).device_nodes.empty());
 }
 
 TEST(DeviceEdits, MpsAddsPipeEnvAndBindMounts) {

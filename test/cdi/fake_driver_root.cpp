@@ -1,11 +1,14 @@
 #include "test/cdi/fake_driver_root.hpp"
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "cdi/ld_so_cache.hpp"
 
@@ -70,6 +73,13 @@ void write_file(const std::string& path, std::string_view content) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
 }
 
+void make_char_device(const std::string& path, unsigned major, unsigned minor) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::error_code ec;
+  fs::remove(path, ec);
+  if (::mknod(path.c_str(), S_IFCHR | 0666, makedev(major, minor)) != 0) write_file(path, "");
+}
+
 void make_symlink(const std::string& target, const std::string& link) {
   fs::create_directories(fs::path(link).parent_path());
   std::error_code ec;
@@ -113,8 +123,13 @@ FakeDriverRoot::FakeDriverRoot(FakeDriverOptions options)
   write_file(r + "/lib/firmware/nvidia/" + options_.version + "/gsp_tu10x.bin", "fw");
 
   const std::string dev = options_.driver_container ? r + "/dev" : host_root_ + "/dev";
-  for (const char* node : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", "nvidia0", "nvidia1"})
-    write_file(dev + "/" + node, "");
+  const std::vector<std::tuple<const char*, unsigned, unsigned>> nodes{
+      {"nvidiactl", 195, 255}, {"nvidia-uvm", 509, 0}, {"nvidia-uvm-tools", 509, 1},
+      {"nvidia-modeset", 195, 254}, {"nvidia0", 195, 0}, {"nvidia1", 195, 1}};
+  for (const auto& [node, major, minor] : nodes) {
+    if (options_.char_devices) make_char_device(dev + "/" + node, major, minor);
+    else write_file(dev + "/" + node, "");
+  }
   const std::string& h = host_root_;
   write_file(h + "/proc/devices",
              "Character devices:\n  1 mem\n195 nvidia-frontend\n234 nvidia-caps\n235 nvidia-caps-imex-channels\n"

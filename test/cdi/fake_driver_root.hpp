@@ -38,6 +38,8 @@ struct LdCacheRecord {
 std::vector<uint8_t> build_ld_so_cache(const std::vector<LdCacheRecord>& records, bool with_legacy_table = false);
 
 void write_file(const std::string& path, std::string_view content);
+// A character device node (parents created); a plain empty file when mknod is not permitted.
+void make_char_device(const std::string& path, unsigned major, unsigned minor);
 void make_symlink(const std::string& target, const std::string& link);
 
 struct FakeDriverOptions {
@@ -46,6 +48,7 @@ struct FakeDriverOptions {
   bool absolute_links = false;   // SONAME links as absolute paths inside the root
   bool driver_container = false; // the driver root has its own dev/ (GPU Operator layout)
   bool with_libcuda = true;
+  bool char_devices = false;     // device nodes as real character devices (mknod; plain files without CAP_MKNOD)
   std::string keep_at;           // build here and keep it ("" = a temp dir removed afterwards)
 };
 

@@ -17,7 +17,7 @@ ContainerEdits node(std::string path) {
 TEST(SpecBuilder, ClaimSpecNamesDevicesByClaimAndReturnsOneIdPerDevice) {
   auto built = build_claim_spec(kGpuVendor, "3b1f", {{"gpu-0", node("/dev/nvidia0")}, {"gpu-1", node("/dev/nvidia1")}});
   ASSERT_TRUE(built.ok()) << built.error().describe();
-  EXPECT_EQ(built->file_name, "k8s.gpu.nvidia.com-claim_3b1f.json");
+  EXPECT_EQ(built->file_name, "k8s.gpu.nvidia.com-claim_3b1f.yaml") << "upstream's name: its unprepare removes it";
   EXPECT_EQ(built->spec.kind, "k8s.gpu.nvidia.com/claim");
   EXPECT_EQ(built->device_ids, (std::vector<std::string>{"k8s.gpu.nvidia.com/claim=3b1f-gpu-0",
                                                           "k8s.gpu.nvidia.com/claim=3b1f-gpu-1"}));
@@ -52,11 +52,23 @@ TEST(SpecBuilder, EmptyClaimOrBadUidIsRefused) {
 TEST(SpecBuilder, BaseSpecCarriesDriverEditsAtSpecLevel) {
   ContainerEdits driver;
   driver.env.push_back("NVIDIA_CTK_LIBCUDA_DIR=/usr/lib/x86_64-linux-gnu");
-  auto built = build_base_spec(kGpuVendor, kGpuBaseDevice, {}, driver);
+  auto built = build_base_spec(kComputeDomainVendor, kComputeDomainBaseDevice, node("/dev/nvidia0"), driver);
   ASSERT_TRUE(built.ok());
-  EXPECT_EQ(built->file_name, "k8s.gpu.nvidia.com-device_base.json");
-  EXPECT_EQ(built->device_ids, std::vector<std::string>{"k8s.gpu.nvidia.com/device=driver"});
+  EXPECT_EQ(built->file_name, "k8s.compute-domain.nvidia.com-device_base.yaml");
+  EXPECT_EQ(built->device_ids, std::vector<std::string>{"k8s.compute-domain.nvidia.com/device=all"});
   EXPECT_EQ(built->spec.edits, driver);
+}
+
+TEST(SpecBuilder, DeviceWithoutEditsOfItsOwnIsRefused) {
+  // CDI consumers (podman 4.3: "invalid device, empty device edits") reject the whole spec.
+  auto built = build_base_spec(kGpuVendor, "driver", {}, node("/dev/nvidiactl"));
+  ASSERT_FALSE(built.ok());
+  EXPECT_NE(built.error().message.find("\"driver\" has no edits of its own"), std::string::npos)
+      << built.error().message;
+}
+
+TEST(SpecBuilder, LegacyBaseSpecIsTheFileOlderNvdraWrote) {
+  EXPECT_EQ(legacy_gpu_base_spec_file(), "k8s.gpu.nvidia.com-device_base.json");
 }
 
 }  // namespace

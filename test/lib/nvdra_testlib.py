@@ -29,11 +29,13 @@ def clean_env(**extra):
 MOCK_NVML = os.path.join(BINARY_DIR, "nvml-mock", "libnvidia-ml.so.1")
 
 
-def make_fake_node(directory, env):
+def make_fake_node(directory, env, options=()):
     """Lays out a simulated GPU node's files under `directory` (nvdra-fake-node: fake driver and host
-    root, MIG caps of the mock profile in env's NVDRA_MOCK_PROFILE); returns (driver_root, host_root)."""
+    root, MIG caps of the mock profile in env's NVDRA_MOCK_PROFILE); returns (driver_root, host_root).
+    options: nvdra-fake-node's flags ("--driver-container", "--no-cdi-hook")."""
     fake = os.path.join(BINARY_DIR, "test", "process", "nvdra-fake-node")
-    out = subprocess.run([fake, directory, MOCK_NVML], env=env, check=True, capture_output=True, text=True)
+    out = subprocess.run([fake, directory, MOCK_NVML] + list(options), env=env, check=True, capture_output=True,
+                         text=True)
     roots = json.loads(out.stdout)
     return roots["driver_root"], roots["host_root"]
 

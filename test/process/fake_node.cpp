@@ -1,9 +1,11 @@
-// nvdra-fake-node DIR NVML_LIBRARY — lays out a simulated GPU node for the demo and the process
-// tests: a fake NVIDIA driver installation (DIR/node/driver: libraries with SONAME links,
-// ld.so.cache, binaries, firmware) and a host root (DIR/node/host: /dev nodes as plain files,
-// /proc/devices, the MIG capability files of every MIG device the mock NVML profile in
-// NVDRA_MOCK_PROFILE has). nvidia-smi and nvidia-cuda-mps-control append their arguments to
-// DIR/node/<name>.log, so tests can see what the agent ran. Prints the two roots as JSON.
+// nvdra-fake-node DIR NVML_LIBRARY [--driver-container] [--no-cdi-hook] — lays out a simulated GPU
+// node for the demo and the process tests: a fake NVIDIA driver installation at NVML's driver
+// version (DIR/node/driver: libraries with SONAME links, ld.so.cache, binaries, firmware,
+// nvidia-cdi-hook) and a host root (DIR/node/host: /dev nodes as real character devices where
+// mknod is permitted — in the driver root's dev/ with --driver-container, as a GPU Operator driver
+// container has them — /proc/devices, the MIG capability files of every MIG device the mock NVML
+// profile in NVDRA_MOCK_PROFILE has). nvidia-smi, nvidia-cuda-mps-control and nvidia-cdi-hook append
+// their arguments to DIR/node/<name>.log, so tests can see what ran. Prints the two roots as JSON.
 #include <sys/stat.h>
 
 #include <boost/json.hpp>
@@ -29,15 +31,17 @@ void recording_program(const std::string& path, const std::string& log) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::cerr << "usage: nvdra-fake-node DIR NVML_LIBRARY\n";
+  bool driver_container = false, cdi_hook = true;
+  for (int i = 3; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--driver-container") driver_container = true;
+    else if (a == "--no-cdi-hook") cdi_hook = false;
+    else argc = 0;
+  }
+  if (argc < 3) {
+    std::cerr << "usage: nvdra-fake-node DIR NVML_LIBRARY [--driver-container] [--no-cdi-hook]\n";
     return 2;
   }
-  const std::string dir = std::string(argv[1]) + "/node";
-  fake::FakeDriverRoot root(fake::FakeDriverOptions{.keep_at = dir});
-  for (const char* program : {"nvidia-smi", "nvidia-cuda-mps-control"})
-    recording_program(root.driver_root() + "/usr/bin/" + program, dir + "/" + program + ".log");
-
   auto lib = nvdra::nvml::open_nvml(nvdra::nvml::LoadOptions{argv[2], "/"});
   if (!lib) {
     std::cerr << "nvdra-fake-node: " << lib.error().describe() << "\n";
@@ -48,11 +52,23 @@ int main(int argc, char** argv) {
     std::cerr << "nvdra-fake-node: " << model.error().describe() << "\n";
     return 1;
   }
+  // The driver's files at NVML's version (the agent refuses any other, as upstream does).
+  const std::string dir = std::string(argv[1]) + "/node";
+  fake::FakeDriverRoot root(fake::FakeDriverOptions{.version = model->system.driver_version,
+                                                    .driver_container = driver_container,
+                                                    .char_devices = true,
+                                                    .keep_at = dir});
+  for (const char* program : {"nvidia-smi", "nvidia-cuda-mps-control"})
+    recording_program(root.driver_root() + "/usr/bin/" + program, dir + "/" + program + ".log");
+  // Where the GPU Operator's driver container has it; the agent finds it there by default.
+  if (cdi_hook) recording_program(root.driver_root() + "/usr/bin/nvidia-cdi-hook", dir + "/nvidia-cdi-hook.log");
+
   // MIG capability minors as the driver numbers them: unique per GI and CI.
   unsigned next_minor = 300;
   const std::string caps = root.host_root() + "/proc/driver/nvidia/capabilities/";
+  const std::string dev = (driver_container ? root.driver_root() : root.host_root()) + "/dev/nvidia";
   for (const auto& gpu : model->gpus) {
-    fake::write_file(root.host_root() + "/dev/nvidia" + std::to_string(gpu.minor), "");
+    fake::make_char_device(dev + std::to_string(gpu.minor), 195, gpu.minor);
     for (const auto& mig : gpu.mig_devices) {
       const std::string gi = caps + "gpu" + std::to_string(mig.parent_minor) + "/mig/gi" + std::to_string(mig.gi_id);
       fake::write_file(gi + "/access", "DeviceFileMinor: " + std::to_string(next_minor++) + "\nDeviceFileMode: 292\n");
