@@ -5,7 +5,9 @@
   defined by two files is an error), resolves the CDI ids kubelet passes, and applies the edits.
 
 cdi_spec_gen writes the specs for a fake node (GPU, MIG, MPS, IMEX channel and daemon claims, the
-two base specs) and prints the ids the agent would return.
+compute-domain base spec) and prints the ids the agent would return. Files are named .yaml as
+upstream names them and hold JSON, which is YAML. This is the fast check; podman_cdi_test.py gives
+the ids of claims prepared by the agent to a real container runtime.
 """
 import json
 import os
@@ -73,7 +75,7 @@ class Runtime:
             if not (name.endswith(".json") or name.endswith(".yaml")):
                 continue
             with open(os.path.join(cdi_dir, name)) as f:
-                spec = json.load(f) if name.endswith(".json") else yaml.safe_load(f)
+                spec = yaml.safe_load(f)  # JSON is YAML: one parser for both, as runtimes do
             if not KIND_RE.match(spec["kind"]):
                 raise ValueError("%s: bad kind %r" % (name, spec["kind"]))
             self.specs[name] = spec
@@ -120,11 +122,12 @@ class CdiSpecsTest(unittest.TestCase):
 
     def test_every_generated_spec_is_schema_valid_at_its_minimum_version(self):
         validator = schema_validator()
-        files = [n for n in os.listdir(self.cdi_dir) if n.endswith(".json")]
-        self.assertEqual(len(files), 7, files)
+        files = [n for n in os.listdir(self.cdi_dir) if not n.startswith(".")]
+        self.assertEqual(len(files), 6, files)
         for name in files:
+            self.assertTrue(name.endswith(".yaml"), name)
             with open(os.path.join(self.cdi_dir, name)) as f:
-                spec = json.load(f)
+                spec = json.load(f)  # the content is JSON
             errors = [e.message for e in validator.iter_errors(spec)]
             self.assertEqual(errors, [], name)
             self.assertEqual(spec["cdiVersion"], minimum_version(spec), name)
@@ -147,6 +150,7 @@ class CdiSpecsTest(unittest.TestCase):
                     self.assertTrue(os.path.exists(m["hostPath"]), "%s: %s" % (device, m["hostPath"]))
             if "channel" in device:
                 self.assertEqual(nodes["/dev/nvidia-caps-imex-channels/channel0"]["major"], 235, device)
+                self.assertNotIn("hostPath", nodes["/dev/nvidia-caps-imex-channels/channel0"], device)
                 continue
             for ctl in ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"):
                 self.assertIn(ctl, nodes, device)
@@ -155,18 +159,28 @@ class CdiSpecsTest(unittest.TestCase):
             self.assertIn("/usr/bin/nvidia-smi", mounts, device)
             self.assertIn("NVIDIA_CTK_LIBCUDA_DIR=" + lib_dir, edits["env"], device)
             hooks = [h["args"][1] for h in edits["hooks"]]
-            self.assertEqual(sorted(hooks), sorted(["create-symlinks", "enable-cuda-compat", "update-ldcache",
-                                                    "disable-device-node-modification"]), device)
+            self.assertEqual(hooks, ["create-symlinks", "enable-cuda-compat", "update-ldcache",
+                                     "disable-device-node-modification"], device)
+            for h in edits["hooks"]:
+                self.assertEqual((h["hookName"], h["args"][0], h["env"]),
+                                 ("createContainer", "nvidia-cdi-hook", ["NVIDIA_CTK_DEBUG=false"]), device)
             if "daemon" in device:
                 self.assertIn("/imexd", mounts)
                 self.assertIn("/dev/nvidia-caps/nvidia-cap4096", nodes)
                 self.assertIn("NVIDIA_VISIBLE_DEVICES=void", edits["env"])
                 continue
+            # A GPU claim's one id brings the driver's edits and hides the node's other GPUs from the
+            # legacy NVIDIA runtime hook, as upstream's specs do.
+            self.assertEqual(len(ids), 1, device)
+            self.assertTrue(ids[0].startswith("k8s.gpu.nvidia.com/claim="), device)
+            self.assertIn("NVIDIA_VISIBLE_DEVICES=void", edits["env"], device)
             gpu = "/dev/nvidia1" if "gpu-1" in device else "/dev/nvidia0"
             self.assertIn(gpu, nodes, device)
             if "mig-1g10gb-19-0" in device:
                 self.assertEqual(nodes["/dev/nvidia-caps/nvidia-cap30"]["minor"], 30)
                 self.assertEqual(nodes["/dev/nvidia-caps/nvidia-cap31"]["major"], 234)
+                # Created by the runtime from type/major/minor: no host path that does not exist.
+                self.assertNotIn("hostPath", nodes["/dev/nvidia-caps/nvidia-cap30"])
             if device.startswith("b0000000"):
                 self.assertIn("/tmp/nvidia-mps", mounts)
                 self.assertIn("CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps", edits["env"])

@@ -41,11 +41,11 @@ TEST(FileSpecStore, WrittenSpecIsWorldReadableWhateverTheUmask) {
   ::umask(old);
   ASSERT_TRUE(s.ok()) << s.error().describe();
   struct stat st {};
-  ASSERT_EQ(::stat((tmp.path() + "/cdi/k8s.gpu.nvidia.com-claim_uid-1.json").c_str(), &st), 0);
+  ASSERT_EQ(::stat((tmp.path() + "/cdi/k8s.gpu.nvidia.com-claim_uid-1.yaml").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0644u);
-  EXPECT_EQ(*(*store)->read("k8s.gpu.nvidia.com-claim_uid-1.json"), claim("uid-1").content);
-  EXPECT_EQ(*(*store)->list(), std::vector<std::string>{"k8s.gpu.nvidia.com-claim_uid-1.json"});
-  EXPECT_EQ(dir_entries(tmp.path() + "/cdi"), std::vector<std::string>{"k8s.gpu.nvidia.com-claim_uid-1.json"})
+  EXPECT_EQ(*(*store)->read("k8s.gpu.nvidia.com-claim_uid-1.yaml"), claim("uid-1").content);
+  EXPECT_EQ(*(*store)->list(), std::vector<std::string>{"k8s.gpu.nvidia.com-claim_uid-1.yaml"});
+  EXPECT_EQ(dir_entries(tmp.path() + "/cdi"), std::vector<std::string>{"k8s.gpu.nvidia.com-claim_uid-1.yaml"})
       << "no temp file left behind";
 }
 
@@ -57,7 +57,7 @@ TEST(FileSpecStore, RemoveClaimTakesOutOursAndAnUpstreamYamlTwinAndToleratesAbse
   ASSERT_TRUE(store->remove_claim(kGpuVendor, "uid-2").ok());
   EXPECT_TRUE(dir_entries(tmp.path()).empty());
   EXPECT_TRUE(store->remove_claim(kGpuVendor, "uid-2").ok()) << "unprepare twice converges";
-  EXPECT_EQ(store->read("k8s.gpu.nvidia.com-claim_uid-2.json").error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(store->read("k8s.gpu.nvidia.com-claim_uid-2.yaml").error().code, ErrorCode::kNotFound);
 }
 
 TEST(FileSpecStore, OpenCreatesTheDirectoryRefusesAFileAndSweepsStaleTempFiles) {
@@ -66,7 +66,7 @@ TEST(FileSpecStore, OpenCreatesTheDirectoryRefusesAFileAndSweepsStaleTempFiles) 
   auto refused = FileSpecStore::open(tmp.path() + "/file");
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("not a directory"), std::string::npos);
-  testing::write_file(tmp.path() + "/cdi/.k8s.gpu.nvidia.com-claim_x.json.tmp.123.0", "{\"torn");
+  testing::write_file(tmp.path() + "/cdi/.k8s.gpu.nvidia.com-claim_x.yaml.tmp.123.0", "{\"torn");
   testing::write_file(tmp.path() + "/cdi/other-vendor.json", "{}");
   auto store = FileSpecStore::open(tmp.path() + "/cdi");
   ASSERT_TRUE(store.ok());
@@ -105,8 +105,8 @@ TEST(FileSpecStore, ABatchOfClaimsSyncsTheDirectoryOnce) {
   EXPECT_EQ(file_syncs, 4);
   EXPECT_EQ(dir_syncs, 2) << "one for the single write, one for the batch";
   EXPECT_EQ(store->list().value(),
-            (std::vector<std::string>{"k8s.gpu.nvidia.com-claim_a.json", "k8s.gpu.nvidia.com-claim_b.json",
-                                      "k8s.gpu.nvidia.com-claim_c.json"}));
+            (std::vector<std::string>{"k8s.gpu.nvidia.com-claim_a.yaml", "k8s.gpu.nvidia.com-claim_b.yaml",
+                                      "k8s.gpu.nvidia.com-claim_c.yaml"}));
 }
 
 TEST(FileSpecStore, OnTmpfsAsVarRunCdiIsTheStoreKnowsItsFilesAreInMemoryAndStillWritesAtomically) {
@@ -119,7 +119,7 @@ TEST(FileSpecStore, OnTmpfsAsVarRunCdiIsTheStoreKnowsItsFilesAreInMemoryAndStill
     auto store = FileSpecStore::open(dir).value();
     EXPECT_TRUE(store->in_memory()) << "/dev/shm is a tmpfs";
     ASSERT_TRUE(store->write(claim("a")).ok());
-    EXPECT_EQ(dir_entries(dir), (std::vector<std::string>{"k8s.gpu.nvidia.com-claim_a.json"})) << "no temp files";
+    EXPECT_EQ(dir_entries(dir), (std::vector<std::string>{"k8s.gpu.nvidia.com-claim_a.yaml"})) << "no temp files";
     auto removal = claim_removal(kGpuVendor, "a");
     ASSERT_TRUE(store->apply(removal).ok());
     EXPECT_TRUE(dir_entries(dir).empty());
@@ -152,7 +152,7 @@ TEST(MemorySpecStore, InjectedFailureStopsTheBatchAfterTheGivenChanges) {
   auto s = store.apply(batch);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message, "disk full");
-  EXPECT_EQ(store.list().value(), std::vector<std::string>{"k8s.gpu.nvidia.com-claim_a.json"});
+  EXPECT_EQ(store.list().value(), std::vector<std::string>{"k8s.gpu.nvidia.com-claim_a.yaml"});
   ASSERT_TRUE(store.apply(batch).ok()) << "a retry converges";
   EXPECT_EQ(store.files().size(), 2u);
   EXPECT_EQ(store.batches(), 2u);

@@ -6,7 +6,7 @@ namespace nvdra::cdi {
 namespace {
 
 TEST(Naming, ClaimSpecFileFollowsTheTransientSpecConvention) {
-  EXPECT_EQ(claim_spec_file(kGpuVendor, "3b1f-uid"), "k8s.gpu.nvidia.com-claim_3b1f-uid.json");
+  EXPECT_EQ(claim_spec_file(kGpuVendor, "3b1f-uid"), "k8s.gpu.nvidia.com-claim_3b1f-uid.yaml");
   EXPECT_EQ(transient_spec_name(kComputeDomainVendor, kDeviceClass, "a/b"), "k8s.compute-domain.nvidia.com-device_a_b");
 }
 

@@ -88,7 +88,7 @@ class DynamicMigTest : public ::testing::Test {
     return out;
   }
   bool mig_on(const std::string& gpu) { return lib_->mig_mode(gpu)->current_enabled; }
-  std::string spec_file(const std::string& uid) const { return "k8s.gpu.nvidia.com-claim_" + uid + ".json"; }
+  std::string spec_file(const std::string& uid) const { return "k8s.gpu.nvidia.com-claim_" + uid + ".yaml"; }
   FailNext fail_next() {
     void* h = ::dlopen(NVDRA_MOCK_LIBRARY, RTLD_NOW | RTLD_NOLOAD);
     if (h == nullptr) return nullptr;

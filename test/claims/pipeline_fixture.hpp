@@ -130,6 +130,7 @@ class PipelineTest : public ::testing::Test {
     options.driver_root = driver_root_;
     options.mps_root = tmp_.path() + "/mps";
     options.host = cdi::HostView{host_root_, "/"};
+    options.common_edits.env = {"NVIDIA_VISIBLE_DEVICES=void"};
     options.gates.time_slicing_settings = true;
     options.gates.mps_support = true;
     return std::make_unique<GpuClaimHandler>(pool_, source_, *inventory_, *committer_, specs_, mps_, options);
@@ -155,7 +156,7 @@ class PipelineTest : public ::testing::Test {
   Result<std::vector<kubelet::PreparedDevice>> prepare(const kubelet::ClaimRef& c) { return run(handler_->prepare(c)); }
   Status unprepare(const kubelet::ClaimRef& c) { return run(handler_->unprepare(c)); }
   std::string smi_calls() const { return read_file(smi_log_); }
-  std::string spec_file(const std::string& uid) const { return "k8s.gpu.nvidia.com-claim_" + uid + ".json"; }
+  std::string spec_file(const std::string& uid) const { return "k8s.gpu.nvidia.com-claim_" + uid + ".yaml"; }
 
   static inline std::unique_ptr<TempDir> state_dir_;
   static inline std::unique_ptr<GpuInventory> inventory_;

@@ -12,7 +12,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-const std::string kBase = "k8s.gpu.nvidia.com/device=driver";
 
 std::string first_mig(const GpuInventory& inv) {
   for (const auto& n : inv.names())
@@ -20,7 +19,7 @@ std::string first_mig(const GpuInventory& inv) {
   return {};
 }
 
-TEST_F(PipelineTest, OneClaimOneGpuAnswersBaseAndClaimCdiIdsAndRecordsCompletion) {
+TEST_F(PipelineTest, OneClaimOneGpuAnswersOneClaimScopedCdiIdAndRecordsCompletion) {
   auto claim = add_claim("one", "uid-1", {"gpu-0"});
   auto devices = prepare(claim);
   ASSERT_TRUE(devices) << devices.error().describe();
@@ -29,10 +28,12 @@ TEST_F(PipelineTest, OneClaimOneGpuAnswersBaseAndClaimCdiIdsAndRecordsCompletion
   EXPECT_EQ(d.request_names, std::vector<std::string>{"gpu"});
   EXPECT_EQ(d.pool_name, "node-a");
   EXPECT_EQ(d.device_name, "gpu-0");
-  EXPECT_THAT(d.cdi_device_ids, ElementsAre(kBase, "k8s.gpu.nvidia.com/claim=uid-1-gpu-0"));
+  EXPECT_THAT(d.cdi_device_ids, ElementsAre("k8s.gpu.nvidia.com/claim=uid-1-gpu-0")) << "as upstream: no node-wide id";
   auto files = specs_.files();
   ASSERT_TRUE(files.count(spec_file("uid-1")));
   EXPECT_THAT(files[spec_file("uid-1")], HasSubstr("/dev/nvidia0"));
+  // The handler's common edits at spec level, where upstream puts the driver's edits.
+  EXPECT_THAT(files[spec_file("uid-1")], HasSubstr("\"containerEdits\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=void\"]}}"));
   ASSERT_TRUE(committer_->durable().claims.count("uid-1"));
   EXPECT_EQ(committer_->durable().claims.at("uid-1").state, ClaimState::kPrepareCompleted);
 
@@ -49,7 +50,7 @@ TEST_F(PipelineTest, TwoClaimsEachGetTheirOwnDevicesAndSpecFiles) {
   ASSERT_TRUE(pa && pb);
   EXPECT_EQ(pa->size(), 1u);
   ASSERT_EQ(pb->size(), 2u);
-  EXPECT_EQ((*pb)[1].cdi_device_ids[1], "k8s.gpu.nvidia.com/claim=uid-b-gpu-3");
+  EXPECT_EQ((*pb)[1].cdi_device_ids, std::vector<std::string>{"k8s.gpu.nvidia.com/claim=uid-b-gpu-3"});
   EXPECT_TRUE(specs_.files().count(spec_file("uid-a")));
   EXPECT_TRUE(specs_.files().count(spec_file("uid-b")));
   EXPECT_EQ(committer_->durable().claims.size(), 2u);

@@ -136,7 +136,7 @@ class HostManagedWarn(ComputeDomainScenarios):
         d = answer["devices"][0]
         self.assertEqual(d["device_name"], "channel-0")
         self.assertEqual(d["cdi_device_ids"], [f"k8s.compute-domain.nvidia.com/claim={claim.uid}-channel-0"])
-        spec = self.node.cdi_spec(f"k8s.compute-domain.nvidia.com-claim_{claim.uid}.json")
+        spec = self.node.cdi_spec(f"k8s.compute-domain.nvidia.com-claim_{claim.uid}.yaml")
         node = spec["devices"][0]["containerEdits"]["deviceNodes"][0]
         self.assertEqual((node["path"], node["major"], node["minor"]),
                          ("/dev/nvidia-caps-imex-channels/channel0", 235, 0))

@@ -101,7 +101,7 @@ class DynamicMig(unittest.TestCase):
                 self.assertEqual(self.mig_devices_on_node(node), [])
                 for c in claims:
                     node.delete_claim(c)
-        self.assertEqual(node.cdi_files(), ["k8s.gpu.nvidia.com-device_base.json"])
+        self.assertEqual(node.cdi_files(), [])
 
     def test_every_profile_fills_an_h100_as_far_as_its_counters_allow(self):
         self.prepare_everything_a_scheduler_allocates(self.node("hgx-h100"), "gpu-0")
@@ -133,7 +133,7 @@ class DynamicMig(unittest.TestCase):
         owned = sorted(n for c in claims if c.uid in checkpoint for n in [names[claims.index(c)]])
         self.assertEqual(self.mig_devices_on_node(node), owned, "MIG devices differ from what claims own")
         specs = {f for f in node.cdi_files() if f.startswith("k8s.gpu.nvidia.com-claim_")}
-        self.assertEqual(specs, {f"k8s.gpu.nvidia.com-claim_{u}.json" for u in checkpoint})
+        self.assertEqual(specs, {f"k8s.gpu.nvidia.com-claim_{u}.yaml" for u in checkpoint})
         answer = node.gpu().prepare(claims)
         self.assertEqual({answer[c.uid]["error"] for c in claims}, {""})
         self.assertEqual(self.mig_devices_on_node(node), sorted(names))

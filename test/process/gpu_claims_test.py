@@ -3,6 +3,7 @@ sockets, claims allocated in the API-server double, the mock NVML on a fake driv
 Each scenario checks the answer kubelet gets, the CDI files and the checkpoint on disk."""
 import os
 import signal
+import stat
 import time
 import unittest
 
@@ -13,7 +14,7 @@ GATES = "TimeSlicingSettings=true,MPSSupport=true"
 
 
 def claim_file(claim):
-    return f"k8s.gpu.nvidia.com-claim_{claim.uid}.json"
+    return f"k8s.gpu.nvidia.com-claim_{claim.uid}.yaml"
 
 
 class GpuClaims(unittest.TestCase):
@@ -33,8 +34,8 @@ class GpuClaims(unittest.TestCase):
         return answer
 
     def assert_clean(self):
-        """Only the base spec is left, the checkpoint is empty."""
-        self.assertEqual(self.node.cdi_files(), ["k8s.gpu.nvidia.com-device_base.json"])
+        """No spec file is left (there is no node-wide one), the checkpoint is empty."""
+        self.assertEqual(self.node.cdi_files(), [])
         self.assertEqual(self.node.checkpoint(), {})
 
     def test_one_claim_one_gpu(self):
@@ -44,14 +45,36 @@ class GpuClaims(unittest.TestCase):
         d = devices[0]
         self.assertEqual((d["request_names"], d["pool_name"], d["device_name"]),
                          (["gpu"], self.node.node, self.full_gpus[0]))
-        self.assertEqual(d["cdi_device_ids"], ["k8s.gpu.nvidia.com/device=driver",
-                                               f"k8s.gpu.nvidia.com/claim={claim.uid}-{self.full_gpus[0]}"])
+        self.assertEqual(d["cdi_device_ids"], [f"k8s.gpu.nvidia.com/claim={claim.uid}-{self.full_gpus[0]}"])
         spec = self.node.cdi_spec(claim_file(claim))
         self.assertEqual(spec["kind"], "k8s.gpu.nvidia.com/claim")
         self.assertEqual([x["name"] for x in spec["devices"]], [f"{claim.uid}-{self.full_gpus[0]}"])
+        # Upstream's spec-level edits: the driver's, NVIDIA_VISIBLE_DEVICES=void, the hooks with the
+        # nvidia-cdi-hook found in the driver root (the simulated node has one there).
+        common = spec["containerEdits"]
+        self.assertIn("NVIDIA_VISIBLE_DEVICES=void", common["env"])
+        hook = os.path.join(self.node.driver_root, "usr/bin/nvidia-cdi-hook")
+        self.assertEqual([(h["path"], h["args"][1], h["env"]) for h in common["hooks"]],
+                         [(hook, a, ["NVIDIA_CTK_DEBUG=false"]) for a in
+                          ("create-symlinks", "enable-cuda-compat", "update-ldcache", "disable-device-node-modification")])
+        node = spec["devices"][0]["containerEdits"]["deviceNodes"][0]
+        minor = int(self.full_gpus[0].split("-")[1])
+        st = os.stat(os.path.join(self.node.host_root, f"dev/nvidia{minor}"))
+        if stat.S_ISCHR(st.st_mode):  # mknod is permitted here
+            self.assertEqual(node, {"path": f"/dev/nvidia{minor}", "major": 195, "minor": minor,
+                                    "fileMode": stat.S_IMODE(st.st_mode), "permissions": "rwm"}, "stat'ed as nvcdi does")
         self.assertEqual(self.node.checkpoint()[claim.uid]["checkpointState"], "PrepareCompleted")
         self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
         self.assert_clean()
+
+    def test_node_wide_spec_of_an_older_nvdra_is_removed_at_start(self):
+        self.node.stop()
+        legacy = os.path.join(self.node.dirs.cdi, "k8s.gpu.nvidia.com-device_base.json")
+        with open(legacy, "w") as f:
+            f.write('{"cdiVersion":"0.3.0","kind":"k8s.gpu.nvidia.com/device","devices":[{"name":"driver"}]}\n')
+        self.node.start()
+        self.assertFalse(os.path.exists(legacy))
+        self.assertIn("k8s.gpu.nvidia.com-device_base.json of an older nvdra", self.node.agent_log())
 
     def test_one_claim_shared_by_two_containers_is_prepared_once(self):
         claim = self.node.allocate("shared", [("gpu", self.full_gpus[0])])
@@ -183,8 +206,8 @@ class GpuClaims(unittest.TestCase):
                 self.assertIn(uid, checkpoint, "a completed claim was lost")
         for uid, entry in checkpoint.items():
             self.assertEqual(entry["checkpointState"], "PrepareCompleted", uid)
-            self.assertIn(f"k8s.gpu.nvidia.com-claim_{uid}.json", specs, "a checkpointed claim lost its CDI spec")
-        self.assertEqual(specs, {f"k8s.gpu.nvidia.com-claim_{uid}.json" for uid in checkpoint}, "orphan CDI spec")
+            self.assertIn(f"k8s.gpu.nvidia.com-claim_{uid}.yaml", specs, "a checkpointed claim lost its CDI spec")
+        self.assertEqual(specs, {f"k8s.gpu.nvidia.com-claim_{uid}.yaml" for uid in checkpoint}, "orphan CDI spec")
         # kubelet retries the whole burst: every claim ends prepared, each exactly once.
         answer = self.prepare_ok(claims)
         self.assertEqual(sorted(self.node.checkpoint()), sorted(c.uid for c in claims))

@@ -87,7 +87,7 @@ class MpsAsSystemdUnits(unittest.TestCase):
         self.assertIn("-d\n", log)
         self.assertIn("set_default_active_thread_percentage 25", log)
         # The workload's CDI edits point at the unit's pipe and shm directories.
-        spec = self.node.cdi_spec(f"k8s.gpu.nvidia.com-claim_{claim.uid}.json")
+        spec = self.node.cdi_spec(f"k8s.gpu.nvidia.com-claim_{claim.uid}.yaml")
         edits = spec["devices"][0]["containerEdits"]
         self.assertIn({"hostPath": f"{root}/pipe", "containerPath": "/tmp/nvidia-mps",
                        "options": ["rw", "nosuid", "nodev", "bind"]}, edits["mounts"])
