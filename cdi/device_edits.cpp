@@ -48,7 +48,7 @@ DeviceNode device_node(std::string path, const HostView& host) {
   if (root != "/" && !root.empty()) n.host_path = root + path;
   struct stat st {};
   const std::string seen = (strip_slash(host.dev_view) == "/" ? std::string() : strip_slash(host.dev_view)) + path;
-  if (::stat(seen.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) {
+  if (!host.dev_view.empty() && ::stat(seen.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) {
     n.major = major(st.st_rdev);
     n.minor = minor(st.st_rdev);
     n.file_mode = st.st_mode & 07777;

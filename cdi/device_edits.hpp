@@ -16,11 +16,11 @@ namespace nvdra::cdi {
 // the host, --host-root in a container). dev_root: the host directory whose dev/ holds the NVIDIA
 // device nodes (the host driver root when a driver container provides /dev, else "/"); written
 // as the nodes' hostPath when it is not "/". dev_view: where the agent reads dev_root (its
-// --container-driver-root or --host-root), to stat the nodes as nvcdi does.
+// --container-driver-root or --host-root), to stat the nodes as nvcdi does; "" = do not stat.
 struct HostView {
   std::string host_root = "/";
   std::string dev_root = "/";
-  std::string dev_view = "/";
+  std::string dev_view;
 };
 
 struct GpuDevice {

@@ -1,6 +1,7 @@
 #include "cdi/device_edits.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "test/cdi/fake_driver_root.hpp"
 
@@ -39,6 +40,30 @@ TEST(DeviceEdits, MigDeviceGetsParentNodeAndGiCiCapNodesFromHostFiles) {
   EXPECT_EQ(gi.major, 234);
   EXPECT_EQ(gi.minor, 30);
   EXPECT_EQ(gi.file_mode, 292u);
+}
+
+TEST(DeviceEdits, NodesThatAreCharacterDevicesAreStatedAsNvcdiWritesThem) {
+  testing::FakeDriverRoot fake(testing::FakeDriverOptions{.char_devices = true});
+  struct stat st {};
+  ASSERT_EQ(::stat((fake.host_root() + "/dev/nvidia1").c_str(), &st), 0);
+  if (!S_ISCHR(st.st_mode)) GTEST_SKIP() << "mknod not permitted here";
+  auto e = gpu_edits(GpuDevice{1, ""}, HostView{fake.host_root(), "/", fake.host_root()});
+  const auto& n = e.device_nodes.at(0);
+  EXPECT_EQ(n.major, 195);
+  EXPECT_EQ(n.minor, 1);
+  EXPECT_EQ(n.file_mode, st.st_mode & 07777);
+  EXPECT_EQ(n.permissions, "rwm");
+  EXPECT_EQ(n.type, "") << "nvcdi leaves the type to the runtime";
+  EXPECT_FALSE(n.host_path);
+}
+
+TEST(DeviceEdits, CapNodesHaveNoHostPathEvenWithADriverContainer) {
+  testing::FakeDriverRoot fake;
+  auto e = read_mig_edits(MigDevice{0, 1, 0}, HostView{fake.host_root(), "/run/nvidia/driver"});
+  ASSERT_TRUE(e.ok()) << e.error().describe();
+  EXPECT_EQ(e->device_nodes[0].host_path, "/run/nvidia/driver/dev/nvidia0");
+  EXPECT_FALSE(e->device_nodes[1].host_path) << "the runtime makes cap nodes from type/major/minor";
+  EXPECT_FALSE(e->device_nodes[2].host_path);
 }
 
 TEST(DeviceEdits, MigDeviceWhoseCapsAreMissingIsAnErrorNamingTheCap) {

@@ -101,6 +101,50 @@ TEST(DriverDiscovery, DriverContainerDevicesComeFromTheDriverRoot) {
   EXPECT_EQ(inv->control_devices.size(), 4u);
 }
 
+TEST(DriverDiscovery, DriverRootWithoutARealDevDirectoryTakesNodesFromTheHost) {
+  FakeDriverRoot fake;
+  std::filesystem::create_symlink("/dev", fake.driver_root() + "/dev");  // a link, not the root's own dev/
+  auto roots = fake.roots();
+  roots.driver_root = "/run/nvidia/driver";
+  auto inv = discover_driver(roots);
+  ASSERT_TRUE(inv.ok()) << inv.error().describe();
+  EXPECT_EQ(inv->dev_root, "/");
+}
+
+TEST(DriverDiscovery, LibcudaOfAnotherVersionThanNvmlsIsRefusedNamingBoth) {
+  FakeDriverRoot fake;  // 580.95.05
+  auto roots = fake.roots();
+  roots.nvml_version = "570.148.08";
+  auto inv = discover_driver(roots);
+  ASSERT_FALSE(inv.ok());
+  const auto& m = inv.error().message;
+  EXPECT_EQ(m.rfind("failed to locate libcuda.so: libcuda.so.570.148.08: not found", 0), 0u) << "upstream's words: " << m;
+  EXPECT_NE(m.find("NVML reports driver version 570.148.08"), std::string::npos) << m;
+  EXPECT_NE(m.find("libcuda.so.580.95.05"), std::string::npos) << m;
+  roots.nvml_version = "580.95.05";
+  EXPECT_TRUE(discover_driver(roots).ok());
+}
+
+TEST(CdiHook, ConfiguredPathWinsThenHostThenOperatorToolkitThenDriverRoot) {
+  FakeDriverRoot fake;
+  auto roots = fake.roots();
+  roots.driver_root = "/run/nvidia/driver";
+  EXPECT_EQ(resolve_cdi_hook(roots, "/opt/hook"), "/opt/hook");
+  EXPECT_EQ(resolve_cdi_hook(roots, ""), "") << "none anywhere";
+  auto exe = [](const std::string& path) {
+    testing::write_file(path, "#!/bin/sh\n");
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  };
+  testing::write_file(fake.host_root() + "/usr/bin/nvidia-cdi-hook", "not executable");
+  EXPECT_EQ(resolve_cdi_hook(roots, ""), "") << "a file that cannot run is no hook";
+  exe(fake.driver_root() + "/usr/bin/nvidia-cdi-hook");
+  EXPECT_EQ(resolve_cdi_hook(roots, ""), "/run/nvidia/driver/usr/bin/nvidia-cdi-hook") << "host path of the root's";
+  exe(fake.host_root() + "/usr/local/nvidia/toolkit/nvidia-cdi-hook");
+  EXPECT_EQ(resolve_cdi_hook(roots, ""), "/usr/local/nvidia/toolkit/nvidia-cdi-hook");
+  exe(fake.host_root() + "/usr/bin/nvidia-cdi-hook");
+  EXPECT_EQ(resolve_cdi_hook(roots, ""), "/usr/bin/nvidia-cdi-hook");
+}
+
 TEST(DriverDiscovery, CachedUntilTheDriverVersionChanges) {
   FakeDriverRoot fake;
   DriverDiscovery discovery(fake.roots());
