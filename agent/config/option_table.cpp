@@ -185,7 +185,7 @@ const std::vector<OptionSpec>& option_table() {
     add({"container-driver-root", {}, {"DRIVER_ROOT_CTR_PATH"},
          "Where the driver root is mounted inside the agent's container", false, false, false,
          abs_path_field(&Options::container_driver_root)});
-    add({"nvidia-cdi-hook-path", {}, {"NVIDIA_CDI_HOOK_PATH"}, "Host path of nvidia-cdi-hook used in CDI hooks",
+    add({"nvidia-cdi-hook-path", {}, {"NVIDIA_CDI_HOOK_PATH"}, "Host path of nvidia-cdi-hook used in CDI hooks (default: found on the host, in the GPU Operator's toolkit dir or the driver root)",
          false, false, false, abs_path_field(&Options::nvidia_cdi_hook_path, true)});
     add({"kubelet-registrar-directory-path", {}, {"KUBELET_REGISTRAR_DIRECTORY_PATH"},
          "kubelet's plugin registration directory", false, false, false,
