@@ -20,12 +20,12 @@ const std::vector<std::string> kBinaryDirs{"/usr/bin", "/usr/sbin", "/bin", "/sb
 const std::vector<std::string> kBinaries{"nvidia-smi",           "nvidia-debugdump",       "nvidia-persistenced",
                                          "nvidia-cuda-mps-control", "nvidia-cuda-mps-server", "nvidia-imex",
                                          "nvidia-imex-ctl"};
-// Graphics/compute ICD and layer files; each name lists alternatives, the first present wins.
+// Graphics ICD and layer files nvcdi mounts (not OpenCL's ICD: upstream's specs leave it out);
+// each name lists alternatives, the first present wins.
 const std::vector<std::vector<std::string>> kConfigFiles{
     {"/etc/vulkan/icd.d/nvidia_icd.json", "/usr/share/vulkan/icd.d/nvidia_icd.json"},
     {"/etc/vulkan/implicit_layer.d/nvidia_layers.json", "/usr/share/vulkan/implicit_layer.d/nvidia_layers.json"},
     {"/usr/share/glvnd/egl_vendor.d/10_nvidia.json"},
-    {"/etc/OpenCL/vendors/nvidia.icd"},
     {"/usr/share/egl/egl_external_platform.d/15_nvidia_gbm.json"},
     {"/usr/share/egl/egl_external_platform.d/10_nvidia_wayland.json"},
     {"/usr/share/nvidia/nvoptix.bin"},
@@ -54,12 +54,24 @@ std::string first_present(const std::string& root, const std::vector<std::string
   return {};
 }
 
+bool executable_file(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// Only files that can run, as nvcdi (a non-executable nvidia-smi is no binary to inject).
 void find_binaries(const std::string& root, DriverInventory& inv) {
   for (const auto& name : kBinaries) {
     std::vector<std::string> paths;
-    for (const auto& dir : kBinaryDirs) paths.push_back(dir + "/" + name);
-    auto found = first_present(root, paths, "binary");
-    if (found.empty()) continue;
+    for (const auto& dir : kBinaryDirs) {
+      auto p = dir + "/" + name;
+      if (executable_file(join_root(root, resolve_in_root(root, p).value_or(p)))) paths.push_back(p);
+    }
+    auto found = paths.empty() ? std::string() : paths.front();
+    if (found.empty()) {
+      logger("cdi")->debug("driver discovery: no executable {} under {}, skipping", name, root);
+      continue;
+    }
     inv.binaries.push_back(DriverFile{found, resolve_in_root(root, found).value_or(found)});
   }
 }
@@ -78,11 +90,6 @@ void find_firmware(const std::string& root, DriverInventory& inv) {
   if (inv.firmware.empty())
     logger("cdi")->debug("driver discovery: no GSP firmware under {}{{{}}}{}, skipping", root, joined(kFirmwareDirs),
                          inv.version);
-}
-
-bool executable_file(const std::string& path) {
-  std::error_code ec;
-  return fs::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0;
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ TEST(DriverDiscovery, FindsEveryPieceOfTheDriverVersion) {
   EXPECT_EQ(inv->ipc, std::vector<std::string>{"/run/nvidia-persistenced/socket"});
   EXPECT_EQ(inv->control_devices, (std::vector<std::string>{"/dev/nvidiactl", "/dev/nvidia-uvm",
                                                             "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"}));
-  EXPECT_EQ(inv->config_files.size(), 3u);
+  EXPECT_EQ(inv->config_files.size(), 2u) << "Vulkan and EGL ICDs; not OpenCL's, as upstream";
   EXPECT_EQ(inv->dev_root, "/");
 }
 
@@ -109,6 +109,15 @@ TEST(DriverDiscovery, DriverRootWithoutARealDevDirectoryTakesNodesFromTheHost) {
   auto inv = discover_driver(roots);
   ASSERT_TRUE(inv.ok()) << inv.error().describe();
   EXPECT_EQ(inv->dev_root, "/");
+}
+
+TEST(DriverDiscovery, ABinaryThatCannotRunIsNotInjected) {
+  FakeDriverRoot fake;
+  std::filesystem::permissions(fake.driver_root() + "/usr/bin/nvidia-debugdump", std::filesystem::perms::owner_read);
+  auto inv = discover_driver(fake.roots());
+  ASSERT_TRUE(inv.ok()) << inv.error().describe();
+  for (const auto& b : inv->binaries) EXPECT_NE(b.path, "/usr/bin/nvidia-debugdump");
+  EXPECT_EQ(inv->binaries.size(), 4u);
 }
 
 TEST(DriverDiscovery, LibcudaOfAnotherVersionThanNvmlsIsRefusedNamingBoth) {

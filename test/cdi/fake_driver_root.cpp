@@ -113,8 +113,10 @@ FakeDriverRoot::FakeDriverRoot(FakeDriverOptions options)
   write_file(r + lib_dir_ + "/libcuda.so.470.42.01", "stale driver");  // a leftover of an older driver
   install_libraries(options_.version);
   for (const char* bin : {"nvidia-smi", "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control",
-                          "nvidia-cuda-mps-server"})
+                          "nvidia-cuda-mps-server"}) {
     write_file(r + "/usr/bin/" + bin, "#!/bin/sh\n");
+    fs::permissions(r + "/usr/bin/" + bin, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+  }
   write_file(r + "/etc/vulkan/icd.d/nvidia_icd.json", "{}");
   write_file(r + "/usr/share/glvnd/egl_vendor.d/10_nvidia.json", "{}");
   write_file(r + "/etc/OpenCL/vendors/nvidia.icd", "libnvidia-opencl.so.1\n");

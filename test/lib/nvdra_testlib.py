@@ -88,14 +88,17 @@ class AgentDirs:
         self.plugins = os.path.join(self.root, "plugins")
         self.cdi = os.path.join(self.root, "cdi")
 
-    def args(self, node="node-1", gpu_node=True):
-        """The agent's directory flags; with gpu_node, also those of a simulated GPU node (made once)."""
+    def args(self, node="node-1", gpu_node=True, profile="dgx-a100"):
+        """The agent's directory flags; with gpu_node, also those of a simulated GPU node of the mock
+        profile (made once per profile: the driver files are at the profile's driver version)."""
         args = ["--node-name", node, "--kubelet-registrar-directory-path", self.registrar,
                 "--kubelet-plugins-directory-path", self.plugins, "--cdi-root", self.cdi]
         if gpu_node:
-            if not hasattr(self, "_gpu_args"):
-                self._gpu_args = simulated_gpu_node(self.root)
-            args += self._gpu_args
+            made = self.__dict__.setdefault("_gpu_args", {})
+            if profile not in made:
+                directory = self.root if not made else os.path.join(self.root, "node-" + profile)
+                made[profile] = simulated_gpu_node(directory, profile)
+            args += made[profile]
         return args
 
     def cleanup(self):

@@ -27,7 +27,7 @@ class PublishesEveryProfile(unittest.TestCase):
         notify = NotifySocket(tempfile.mkdtemp(dir=self.dirs.root))
         self.addCleanup(notify.close)
         env = clean_env(NOTIFY_SOCKET=notify.path, NVDRA_MOCK_PROFILE=profile, NVDRA_MOCK_STATE_DIR=state_dir)
-        proc = start_agent(self.dirs.args(NODE) + ["--kubeconfig", self.api.kubeconfig],
+        proc = start_agent(self.dirs.args(NODE, profile=profile) + ["--kubeconfig", self.api.kubeconfig],
                            env=env)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         kubelet = KubeletDouble(self.dirs.registrar)
