@@ -35,8 +35,9 @@ const std::vector<std::vector<std::string>> kIpc{
     {"/run/nvidia-fabricmanager/socket", "/var/run/nvidia-fabricmanager/socket"},
     {"/tmp/nvidia-mps"},
 };
-const std::vector<std::string> kControlDevices{"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
-                                               "/dev/nvidia-modeset"};
+// In the order upstream's specs list them.
+const std::vector<std::string> kControlDevices{"/dev/nvidia-modeset", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+                                               "/dev/nvidiactl"};
 const std::vector<std::string> kFirmwareDirs{"/lib/firmware/nvidia/", "/usr/lib/firmware/nvidia/"};
 
 std::string joined(const std::vector<std::string>& v) {

@@ -61,11 +61,19 @@ ContainerEdits driver_edits(const DriverInventory& inv, const DriverRoots& roots
   ContainerEdits e;
   const HostView host = host_view(inv, roots);
   for (const auto& node : inv.control_devices) e.device_nodes.push_back(device_node(node, host));
-  for (const auto& f : inv.config_files) e.mounts.push_back(bind(roots, f.source, f.path, kReadOnly));
-  for (const auto& lib : inv.libraries) e.mounts.push_back(bind(roots, lib, lib, kReadOnly));
+  // Mounts in the order upstream's specs list them (seen from its plugin on the simulated node): IPC
+  // sockets, binaries by path, Vulkan files, libraries, firmware, then the other graphics files.
+  auto vulkan = [](const DriverFile& f) { return f.path.find("/vulkan/") != std::string::npos; };
+  std::vector<DriverFile> binaries = inv.binaries;
+  std::sort(binaries.begin(), binaries.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
   for (const auto& ipc : inv.ipc) e.mounts.push_back(bind(roots, ipc, ipc, kIpcOptions));
+  for (const auto& b : binaries) e.mounts.push_back(bind(roots, b.source, b.path, kReadOnly));
+  for (const auto& f : inv.config_files)
+    if (vulkan(f)) e.mounts.push_back(bind(roots, f.source, f.path, kReadOnly));
+  for (const auto& lib : inv.libraries) e.mounts.push_back(bind(roots, lib, lib, kReadOnly));
   for (const auto& fw : inv.firmware) e.mounts.push_back(bind(roots, fw, fw, kReadOnly));
-  for (const auto& b : inv.binaries) e.mounts.push_back(bind(roots, b.source, b.path, kReadOnly));
+  for (const auto& f : inv.config_files)
+    if (!vulkan(f)) e.mounts.push_back(bind(roots, f.source, f.path, kReadOnly));
   e.env.push_back("NVIDIA_CTK_LIBCUDA_DIR=" + dir_of(inv.libcuda));
   if (!roots.hook_path.empty()) add_hooks(inv, roots, e);
   return e;

@@ -40,8 +40,10 @@ json::object node_json(const DeviceNode& n) {
   o["path"] = n.path;
   if (n.host_path) o["hostPath"] = *n.host_path;
   if (!n.type.empty()) o["type"] = n.type;
-  if (n.major) o["major"] = *n.major;
-  if (n.minor) o["minor"] = *n.minor;
+  // CDI's Go types tag major and minor omitempty: upstream's /dev/nvidia-uvm and channel0 carry no
+  // "minor" (0 is what a runtime reads for it either way).
+  if (n.major && *n.major != 0) o["major"] = *n.major;
+  if (n.minor && *n.minor != 0) o["minor"] = *n.minor;
   if (n.file_mode) o["fileMode"] = *n.file_mode;
   if (!n.permissions.empty()) o["permissions"] = n.permissions;
   if (n.uid) o["uid"] = *n.uid;

@@ -44,8 +44,8 @@ TEST(DriverDiscovery, FindsEveryPieceOfTheDriverVersion) {
   EXPECT_EQ(inv->firmware, (std::vector<std::string>{"/lib/firmware/nvidia/580.95.05/gsp_ga10x.bin",
                                                      "/lib/firmware/nvidia/580.95.05/gsp_tu10x.bin"}));
   EXPECT_EQ(inv->ipc, std::vector<std::string>{"/run/nvidia-persistenced/socket"});
-  EXPECT_EQ(inv->control_devices, (std::vector<std::string>{"/dev/nvidiactl", "/dev/nvidia-uvm",
-                                                            "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"}));
+  EXPECT_EQ(inv->control_devices, (std::vector<std::string>{"/dev/nvidia-modeset", "/dev/nvidia-uvm",
+                                                            "/dev/nvidia-uvm-tools", "/dev/nvidiactl"}));
   EXPECT_EQ(inv->config_files.size(), 2u) << "Vulkan and EGL ICDs; not OpenCL's, as upstream";
   EXPECT_EQ(inv->dev_root, "/");
 }

@@ -42,7 +42,13 @@ TEST(DriverEdits, HostPathsAreUnderTheHostDriverRootWhileTheAgentReadsTheContain
   EXPECT_TRUE(std::count(ipc->options.begin(), ipc->options.end(), "noexec"));
   EXPECT_EQ(e.env, std::vector<std::string>{"NVIDIA_CTK_LIBCUDA_DIR=" + fake.lib_dir()});
   ASSERT_EQ(e.device_nodes.size(), 4u);
-  EXPECT_EQ(e.device_nodes[0].path, "/dev/nvidiactl");
+  EXPECT_EQ(e.device_nodes[0].path, "/dev/nvidia-modeset") << "upstream's order";
+  std::vector<std::string> order;
+  for (const auto& m : e.mounts) order.push_back(m.container_path);
+  ASSERT_GE(order.size(), 5u);
+  EXPECT_EQ(order.front(), "/run/nvidia-persistenced/socket") << "upstream's order: IPC, binaries, Vulkan, libs, …";
+  EXPECT_EQ(order[1], "/usr/bin/nvidia-cuda-mps-control");
+  EXPECT_EQ(order.back(), "/usr/share/glvnd/egl_vendor.d/10_nvidia.json");
   EXPECT_FALSE(e.device_nodes[0].host_path) << "nodes come from the host's /dev";
 }
 

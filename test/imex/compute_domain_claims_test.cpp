@@ -168,7 +168,7 @@ TEST_F(ComputeDomainClaims, SingleInjectsChannelZeroAndCheckpointsUpstreamShape)
   const auto& node = spec.at("devices").at(0).at("containerEdits").at("deviceNodes").at(0);
   EXPECT_EQ(node.at("path").as_string(), "/dev/nvidia-caps-imex-channels/channel0");
   EXPECT_EQ(node.at("major").to_number<int64_t>(), 234);
-  EXPECT_EQ(node.at("minor").to_number<int64_t>(), 0);
+  EXPECT_EQ(node.as_object().count("minor"), 0u) << "minor 0 left out, as CDI's omitempty does";
   // Upstream writes no hostPath: the runtime makes the node from type/major/minor, whatever the
   // driver root (a hostPath under it broke every node whose driver root is not "/").
   EXPECT_EQ(node.as_object().count("hostPath"), 0u);
