@@ -230,11 +230,12 @@ def serve_watch(h, d, resource, ns, query):
     if expired and d.watch_410_as_http:
         h.send_json(410, status(410, "Expired", f"too old resource version: {since} ({store.compacted})"))
         return
+    h.last_status = 200
+    h.log_now()
     h.send_response(200)
     h.send_header("Content-Type", "application/json")
     h.send_header("Transfer-Encoding", "chunked")
     h.end_headers()
-    h.last_status = 200
     if expired:
         send_events(h, d, [event_line("ERROR", status(410, "Expired",
                                                       f"too old resource version: {since} ({store.compacted})"))])

@@ -220,6 +220,8 @@ class ApiHandler(BaseHTTPRequestHandler):
     # ---- plumbing ----------------------------------------------------------------------------
     def send_json(self, code, body, headers=None):
         data = json.dumps(body).encode()
+        self.last_status = code
+        self.log_now()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -227,7 +229,6 @@ class ApiHandler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
-        self.last_status = code
 
     def read_body(self):
         """The request body, read once: an unread body would be parsed as the next request."""
@@ -260,6 +261,8 @@ class ApiHandler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         self.last_status = 0
+        self._entry = {"method": method, "path": url.path, "query": query,
+                       "user_agent": self.headers.get("User-Agent", "")}
         if hasattr(self, "_body"):
             del self._body  # keep-alive: the handler object serves the next request too
         self.read_body()
@@ -283,8 +286,14 @@ class ApiHandler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
             self.close_connection = True
         finally:
-            d.log_request({"method": method, "path": url.path, "query": query, "status": self.last_status,
-                           "user_agent": self.headers.get("User-Agent", ""), "time": time.time()})
+            self.log_now()
+
+    def log_now(self):
+        """Logs this request once, with its status, before the client can read the answer: a test that
+        reads /admin/requests right after its call returned must find the call there."""
+        entry, self._entry = getattr(self, "_entry", None), None
+        if entry is not None:
+            self.server_double.log_request({**entry, "status": self.last_status, "time": time.time()})
 
     def drop(self):
         """Ends the connection abruptly (no terminating chunk, no TLS close_notify)."""
