@@ -113,20 +113,6 @@ class HostWithoutImexChannels(AgentStatusOverDbus):
         with open(devices, "w") as f:
             f.writelines(lines)
 
-    def test_no_nvidia_cdi_hook_is_said_at_start_and_in_status(self):
-        node = SimulatedNode(env={"DBUS_SYSTEM_BUS_ADDRESS": self.bus.address}, node_options=("--no-cdi-hook",))
-        self.addCleanup(node.cleanup)
-        node.start()
-        warning = "no nvidia-cdi-hook found"
-        self.assertEqual(node.agent_log().count(warning), 1, node.agent_log())
-        drivers = {d["name"]: d for d in self.ctl_json("status")["drivers"]}
-        self.assertIn(warning, drivers[GPU]["detail"])
-        self.assertIn("--nvidia-cdi-hook-path", drivers[GPU]["detail"])
-        claim = node.allocate("pod-a", [("gpu", "gpu-0")])
-        self.assertEqual(node.gpu().prepare([claim])[claim.uid]["error"], "")
-        spec = node.cdi_spec(f"k8s.gpu.nvidia.com-claim_{claim.uid}.yaml")
-        self.assertNotIn("hooks", spec["containerEdits"])
-
     def test_nvdractl_follows_a_running_agent(self):
         self.node.start(wait_ready=False)
         deadline = time.monotonic() + 20
