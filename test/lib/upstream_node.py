@@ -1,0 +1,377 @@
+"""Upstream's own kubelet plugins (gpu-kubelet-plugin, compute-domain-kubelet-plugin, built from
+kubernetes-sigs/dra-driver-nvidia-gpu; ../shared/upstream) on nvdra's simulated node, for the parity
+tests and bench/scenario/versus_upstream.py. NVDRA_UPSTREAM_DIR names the unpacked binaries
+(`shared/upstream/unpack DIR`); without it upstream_dir() is None and callers skip with SKIP_REASON.
+
+    node = SimulatedNode(profile="dgx-a100")
+    make_node_upstream_ready(node)           # once, before either side starts
+    up = UpstreamPlugins(node).start()       # the same API double, registrar, plugins and CDI dirs
+    up.gpu().prepare([claim]); up.stop()
+
+What upstream needs of the node (shared/upstream/README.md) and how it is met here:
+- its NVML is `libnvidia-ml.so.1` dlopened from the driver root: the mock is installed there, the
+  driver's libraries are real ELF objects with their sonames, `libcuda.so.<NVML's version>`;
+- device nodes are real character devices (mknod) in `<driver-root>/dev`, which nvdra reads too;
+- /proc/driver/nvidia/capabilities, /proc/devices and /sys/bus/pci/devices are read from the machine:
+  each plugin runs in a private mount namespace (`unshare -m`) with the simulated host's copies bound
+  over them (needs root, as mknod does);
+- its client-go speaks protobuf and WatchList: `pb2json-proxy` in front of the JSON-only API double and
+  KUBE_FEATURE_WatchListClient=false."""
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+
+import yaml
+
+from gpu_node import CD, GPU, SimulatedNode  # noqa: F401  (re-exported for the tests)
+from kubelet_double import KubeletDouble
+from nvdra_testlib import MOCK_NVML, SOURCE_DIR
+
+BINARIES = ("gpu-kubelet-plugin", "compute-domain-kubelet-plugin", "pb2json-proxy")
+SKIP_REASON = ("upstream parity not run: NVDRA_UPSTREAM_DIR is not set to the unpacked upstream plugins "
+               "(shared/upstream/unpack DIR)")
+PROGRAM = {GPU: "gpu-kubelet-plugin", CD: "compute-domain-kubelet-plugin"}
+# The gates each upstream plugin runs with here: the claim kinds the parity tests compare.
+DEFAULT_GATES = {GPU: "TimeSlicingSettings=true,MPSSupport=true",
+                 CD: "HostManagedIMEXDaemon=true"}
+LIB_DIR = "/usr/lib/x86_64-linux-gnu"
+# (real-name stem, soname); the soname "" means the versioned name is the soname.
+DRIVER_LIBRARIES = [("libcuda.so", "libcuda.so.1"), ("libnvidia-ml.so", "libnvidia-ml.so.1"),
+                    ("libnvidia-ptxjitcompiler.so", "libnvidia-ptxjitcompiler.so.1"),
+                    ("libnvidia-nvvm.so", "libnvidia-nvvm.so.4"), ("libnvidia-gpucomp.so", ""),
+                    ("libcudadebugger.so", "libcudadebugger.so.1"), ("libnvidia-opencl.so", "libnvidia-opencl.so.1"),
+                    ("libnvidia-cfg.so", "libnvidia-cfg.so.1")]
+
+
+def upstream_dir():
+    """The directory of the unpacked upstream binaries, or None where the parity runs cannot happen
+    (variable unset, a binary missing, or not root: mknod and mount namespaces need it)."""
+    d = os.environ.get("NVDRA_UPSTREAM_DIR", "")
+    if not d or not all(os.access(os.path.join(d, b), os.X_OK) for b in BINARIES) or os.geteuid() != 0:
+        return None
+    return d
+
+
+def skip_reason():
+    d = os.environ.get("NVDRA_UPSTREAM_DIR", "")
+    if not d:
+        return SKIP_REASON
+    if os.geteuid() != 0:
+        return "upstream parity not run: needs root (mknod, mount namespaces)"
+    return f"upstream parity not run: NVDRA_UPSTREAM_DIR={d} lacks one of {', '.join(BINARIES)}"
+
+
+def profile_driver_version(profile):
+    with open(os.path.join(SOURCE_DIR, "nvml", "mock", "profiles", profile + ".yaml")) as f:
+        return str(yaml.safe_load(f)["driverVersion"])
+
+
+def _ld_so_cache(records):
+    """glibc's ld.so.cache (new format only) for [(soname, path)]: x86-64 libc6 entries."""
+    flags = 0x0303  # FLAG_ELF_LIBC6 | FLAG_X8664_LIB64
+    header = struct.calcsize("<20sIII20x")
+    entries = b""
+    strings = b""
+    at = header + 24 * len(records)
+    for name, path in records:
+        key = at + len(strings)
+        strings += name.encode() + b"\0"
+        value = at + len(strings)
+        strings += path.encode() + b"\0"
+        entries += struct.pack("<iIIIQ", flags, key, value, 0, 0)
+    head = struct.pack("<20sIIB19x", b"glibc-ld.so.cache1.1", len(records), len(strings), 2)
+    return head + entries + strings
+
+
+def _elf_stub(path, soname, work):
+    """A real (empty) shared object carrying `soname`: upstream reads sonames from the files."""
+    src = os.path.join(work, "empty.c")
+    if not os.path.exists(src):
+        with open(src, "w") as f:
+            f.write("int nvdra_upstream_stub;\n")
+    subprocess.run([os.environ.get("CC", "cc"), "-shared", "-fPIC", "-o", path, f"-Wl,-soname,{soname}", src],
+                   check=True, capture_output=True)
+
+
+def _mknod(path, major, minor):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.lexists(path):
+        os.unlink(path)
+    os.mknod(path, 0o666 | 0o020000, os.makedev(major, minor))
+
+
+def make_node_upstream_ready(node):
+    """Rewrites the SimulatedNode's driver root so that both implementations accept it: the driver's
+    libraries at NVML's version as ELF objects (the mock as libnvidia-ml), their ld.so.cache, and the
+    device nodes as character devices in <driver-root>/dev. Idempotent; call before either starts."""
+    version = profile_driver_version(node.profile)
+    root, work = node.driver_root, tempfile.mkdtemp(dir=node.root)
+    lib = root + LIB_DIR
+    for name in os.listdir(lib):
+        if name.startswith(("libcuda", "libnvidia", "libcudadebugger")):
+            os.unlink(os.path.join(lib, name))
+    stubs, records = {}, []
+    for stem, soname in DRIVER_LIBRARIES:
+        real = f"{stem}.{version}"
+        soname = soname or real
+        target = os.path.join(lib, real)
+        if stem == "libnvidia-ml.so":
+            shutil.copy(MOCK_NVML, target)
+        elif soname in stubs:
+            shutil.copy(stubs[soname], target)
+        else:
+            _elf_stub(target, soname, work)
+            stubs[soname] = target
+        if soname != real:
+            os.symlink(real, os.path.join(lib, soname))
+        records.append((soname, f"{LIB_DIR}/{soname}"))
+    os.symlink("libcuda.so.1", os.path.join(lib, "libcuda.so"))
+    records.append(("libz.so.1", f"{LIB_DIR}/libz.so.1"))
+    with open(os.path.join(root, "etc", "ld.so.cache"), "wb") as f:
+        f.write(_ld_so_cache(records))
+    for prog in ("nvidia-smi", "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control",
+                 "nvidia-cuda-mps-server"):
+        p = os.path.join(root, "usr", "bin", prog)
+        if os.path.exists(p):
+            os.chmod(p, 0o755)
+    _make_device_nodes(node)
+    # The NVIDIA Container Toolkit's hook, where a host has it; both sides are pointed at it.
+    hook = os.path.join(node.host_root, "usr", "bin", "nvidia-cdi-hook")
+    os.makedirs(os.path.dirname(hook), exist_ok=True)
+    with open(hook, "w") as f:
+        f.write("#!/bin/sh\nexit 0\n")
+    os.chmod(hook, 0o755)
+    node.cdi_hook = hook
+    if "--nvidia-cdi-hook-path" not in node.extra_args:
+        node.extra_args += ["--nvidia-cdi-hook-path", hook]
+    shutil.rmtree(work, ignore_errors=True)
+    node.upstream_ready = True
+
+
+def _majors(host_root):
+    majors = {}
+    with open(os.path.join(host_root, "proc", "devices")) as f:
+        for line in f:
+            if line.startswith("Block"):
+                break
+            parts = line.split()
+            if len(parts) == 2 and parts[0].isdigit():
+                majors[parts[1]] = int(parts[0])
+    return majors
+
+
+def _make_device_nodes(node):
+    """Character devices in <driver-root>/dev for every node the host root lists (plain files there
+    today), the MIG capability nodes and IMEX channel 0."""
+    dev = os.path.join(node.driver_root, "dev")
+    host_dev = os.path.join(node.host_root, "dev")
+    majors = _majors(node.host_root)
+    fixed = {"nvidiactl": (195, 255), "nvidia-modeset": (195, 254), "nvidia-uvm": (majors.get("nvidia-uvm", 509), 0),
+             "nvidia-uvm-tools": (majors.get("nvidia-uvm", 509), 1)}
+    names = set(os.listdir(host_dev)) if os.path.isdir(host_dev) else set()
+    for name in names | set(fixed):
+        if name in fixed:
+            _mknod(os.path.join(dev, name), *fixed[name])
+        elif name.startswith("nvidia") and name[6:].isdigit():
+            _mknod(os.path.join(dev, name), 195, int(name[6:]))
+    caps = os.path.join(node.host_root, "proc", "driver", "nvidia", "capabilities")
+    for base, _, files in os.walk(caps):
+        if "access" in files:
+            with open(os.path.join(base, "access")) as f:
+                minor = next(int(line.split(":")[1]) for line in f if line.startswith("DeviceFileMinor"))
+            _mknod(os.path.join(dev, "nvidia-caps", f"nvidia-cap{minor}"), majors.get("nvidia-caps", 234), minor)
+    _mknod(os.path.join(dev, "nvidia-caps-imex-channels", "channel0"), majors.get("nvidia-caps-imex-channels", 235), 0)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port, proc, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"pb2json-proxy exited with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.02)  # the proxy's listen is the event; polled with a deadline
+    raise TimeoutError(f"pb2json-proxy not listening on {port} within {timeout}s")
+
+
+class UpstreamPlugins:
+    """Upstream's plugins of `drivers` on `node` (a SimulatedNode made ready with make_node_upstream_ready):
+    the node's API double (through pb2json-proxy), registrar, plugins and CDI directories, driver and host
+    root. qps/burst: client-go's limits (None: upstream's defaults, 5 and 10)."""
+
+    def __init__(self, node, drivers=(GPU, CD), qps=None, burst=None, gates=None, extra_args=None, directory=None):
+        self.dir = directory or upstream_dir()
+        if self.dir is None:
+            raise RuntimeError(skip_reason())
+        if not getattr(node, "upstream_ready", False):
+            make_node_upstream_ready(node)
+        self.node, self.drivers, self.qps, self.burst = node, list(drivers), qps, burst
+        self.gates = dict(DEFAULT_GATES, **(gates or {}))
+        self.extra_args = dict(extra_args or {})
+        self.procs, self.logs, self.plugins = {}, {}, {}
+        self.kubelet = self.proxy = None
+        self.runs = 0
+        api_dir = os.path.join(node.root, "api")
+        self.ca, self.token = os.path.join(api_dir, "ca.crt"), os.path.join(api_dir, "token")
+        self.kubeconfig = os.path.join(node.root, "upstream-kubeconfig")
+
+    # --- the proxy: one per UpstreamPlugins, kept across plugin restarts -------------------------
+    def _start_proxy(self):
+        port = _free_port()
+        self.proxy_log = open(os.path.join(self.node.root, "pb2json-proxy.log"), "a")
+        self.proxy = subprocess.Popen([os.path.join(self.dir, "pb2json-proxy"), f"127.0.0.1:{port}", self.node.api.url,
+                                       self.ca, self.token], stdout=self.proxy_log, stderr=self.proxy_log)
+        _wait_port(port, self.proxy, 20)
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": "proxy",
+                  "clusters": [{"name": "proxy", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                  "contexts": [{"name": "proxy", "context": {"cluster": "proxy", "user": "proxy"}}],
+                  "users": [{"name": "proxy", "user": {}}]}
+        with open(self.kubeconfig, "w") as f:
+            yaml.safe_dump(config, f)
+
+    # --- the plugins ----------------------------------------------------------------------------
+    def args(self, driver):
+        n = self.node
+        args = ["--node-name", n.node, "--kubeconfig", self.kubeconfig,
+                "--kubelet-registrar-directory-path", n.dirs.registrar,
+                "--kubelet-plugins-directory-path", n.dirs.plugins, "--cdi-root", n.dirs.cdi,
+                "--nvidia-driver-root", n.driver_root, "--container-driver-root", n.driver_root,
+                "--nvidia-cdi-hook-path", n.cdi_hook, "--feature-gates", self.gates[driver]]
+        if driver == GPU:  # flags only the GPU plugin has
+            args += ["--host-root", n.host_root, "--image-name", "nvdra-parity/upstream:test"]
+        else:
+            args += ["--imex-mode=hostManaged"]
+        if self.qps is not None:
+            args += ["--kube-api-qps", str(self.qps), "--kube-api-burst", str(self.burst or self.qps)]
+        return args + list(self.extra_args.get(driver, []))
+
+    def command(self, driver):
+        """`unshare -m` and a shell that binds the simulated host's proc/sys files over the machine's,
+        then execs the plugin (same pid: RSS and signals reach the plugin itself)."""
+        h = self.node.host_root
+        binds = [("tmpfs", "/proc/driver", None),
+                 (f"{h}/proc/driver/nvidia/capabilities", "/proc/driver/nvidia/capabilities", "mkdir"),
+                 (f"{h}/proc/devices", "/proc/devices", None)]
+        os.makedirs(f"{h}/sys/bus/pci/devices", exist_ok=True)
+        binds.append((f"{h}/sys/bus/pci/devices", "/sys/bus/pci/devices", None))
+        steps = []
+        for src, dst, how in binds:
+            if src == "tmpfs":
+                steps.append(f"mount -t tmpfs nvdra-parity {dst}")
+                continue
+            if how == "mkdir":
+                steps.append(f"mkdir -p {shlex.quote(dst)}")
+            steps.append(f"mount --bind {shlex.quote(src)} {shlex.quote(dst)}")
+        program = [os.path.join(self.dir, PROGRAM[driver])] + self.args(driver)
+        script = " && ".join(steps) + " && exec " + " ".join(shlex.quote(a) for a in program)
+        return ["unshare", "-m", "--propagation", "private", "sh", "-c", script]
+
+    def env(self):
+        return self.node.env(KUBE_FEATURE_WatchListClient="false")
+
+    def start(self, timeout=60, wait_slices=True):
+        """Starts the plugins, registers them with a kubelet double, and (wait_slices) waits until the
+        GPU plugin's ResourceSlices are published. Sets ready_ms (start to registered + published)."""
+        if self.proxy is None:
+            self._start_proxy()
+        os.makedirs(self.node.dirs.registrar, exist_ok=True)  # kubelet's job on a real node
+        self.runs += 1
+        self.started_at = time.monotonic()
+        for d in self.drivers:
+            log = open(os.path.join(self.node.root, f"upstream-{PROGRAM[d]}-{self.runs}.log"), "w")
+            self.logs[d] = log
+            self.procs[d] = subprocess.Popen(self.command(d), env=self.env(), stdout=log, stderr=log)
+        self.kubelet = KubeletDouble(self.node.dirs.registrar)
+        try:
+            self.plugins = self.kubelet.wait_for_plugins(self.drivers, timeout=timeout)
+            if wait_slices:
+                self.wait_published(timeout)
+        except Exception as e:
+            raise AssertionError(f"upstream did not get ready: {e}; logs:\n{self.log_text()}")
+        self.ready_ms = (time.monotonic() - self.started_at) * 1000
+        return self
+
+    def wait_published(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        want = [d for d in self.drivers]
+        while True:
+            slices = self.node.api.objects("resource.k8s.io/v1", "resourceslices", f"spec.nodeName={self.node.node}")
+            have = {s["spec"]["driver"] for s in slices}
+            if all(d in have for d in want):
+                return
+            for d, p in self.procs.items():
+                if p.poll() is not None:
+                    raise RuntimeError(f"{PROGRAM[d]} exited with {p.returncode}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no ResourceSlices of {want} within {timeout}s (have {sorted(have)})")
+            time.sleep(0.01)  # the double's store is the event source; polled with a deadline
+
+    def gpu(self):
+        return self.plugins[GPU]
+
+    def cd(self):
+        return self.plugins[CD]
+
+    def pids(self):
+        return {d: p.pid for d, p in self.procs.items()}
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        codes = {}
+        for d, p in self.procs.items():
+            if p.poll() is None:
+                p.send_signal(sig)
+        for d, p in self.procs.items():
+            try:
+                codes[d] = p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                codes[d] = p.wait()
+        for p in self.plugins.values():
+            p.close()
+        if self.kubelet:
+            self.kubelet.close()
+        for log in self.logs.values():
+            log.close()
+        self.procs, self.plugins, self.logs, self.kubelet = {}, {}, {}, None
+        return codes
+
+    def log_text(self):
+        out = []
+        for d in self.drivers:
+            path = os.path.join(self.node.root, f"upstream-{PROGRAM[d]}-{self.runs}.log")
+            if os.path.exists(path):
+                with open(path) as f:
+                    out.append(f"--- {PROGRAM[d]}\n" + f.read()[-6000:])
+        return "\n".join(out)
+
+    def cleanup(self):
+        self.stop(signal.SIGKILL)
+        if self.proxy is not None:
+            self.proxy.terminate()
+            self.proxy.wait()
+            self.proxy_log.close()
+            self.proxy = None
+
+
+def checkpoint_of(node, driver):
+    """The checkpoint.json of `driver` in the node's plugins dir as parsed JSON, or None."""
+    path = os.path.join(node.dirs.plugins, driver, "checkpoint.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)

@@ -1,0 +1,317 @@
+"""nvdra against upstream's own plugins on the same simulated node (test/lib/upstream_node.py): for every
+mock profile the ResourceSlices are equal, the same claims get equal kubelet answers and equivalent CDI
+edits, and either side takes over the other's checkpoint and leaves no file behind. Runs where
+NVDRA_UPSTREAM_DIR names the unpacked upstream binaries (shared/upstream/unpack DIR) and the test runs as
+root; skips with one line elsewhere.
+
+Deliberate differences (README "Differences from upstream") are asserted as exactly that difference.
+Assertions on behaviour today's main does not have yet are separate methods marked expectedFailure,
+each naming the pending change, so that they flip to unexpected successes once it merges."""
+import sys
+import unittest
+
+from cdi_edits import claim_edits
+from gpu_node import CD, GPU, SimulatedNode, gpu_config
+from upstream_node import UpstreamPlugins, make_node_upstream_ready, skip_reason, upstream_dir
+
+PROFILES = ("dgx-a100", "hgx-h100", "gb200-nvl", "l4")
+NVDRA_GATES = "TimeSlicingSettings=true,MPSSupport=true,HostManagedIMEXDaemon=true"
+NVDRA_ARGS = ["--imex-mode=hostManaged", "--controller=false"]
+PENDING_CDI = "pending: branch cdi (upstream's CDI shape: claim-scoped ids only, no node-wide device=driver)"
+PENDING_SLICE_NAMES = "pending: branch health (ResourceSlice names as upstream's <index>-<driver>-<node>-)"
+
+
+def slices_of(node, driver):
+    return [s for s in node.api.objects("resource.k8s.io/v1", "resourceslices", f"spec.nodeName={node.node}")
+            if s["spec"]["driver"] == driver]
+
+
+def comparable(slices):
+    """A driver's slices without what the API server or the name generator chose and with devices in
+    name order (upstream's order follows a Go map: deliberately not compared, see the README)."""
+    out = []
+    for s in sorted(slices, key=lambda s: s["spec"]["pool"]["name"]):
+        spec = dict(s["spec"])
+        spec["devices"] = sorted(spec.get("devices", []), key=lambda d: d["name"])
+        owners = [{k: v for k, v in o.items() if k != "uid"} for o in s["metadata"].get("ownerReferences", [])]
+        out.append({"spec": spec, "owners": owners})
+    return out
+
+
+def new_node(profile):
+    node = SimulatedNode(profile=profile, gates=NVDRA_GATES, args=list(NVDRA_ARGS))
+    make_node_upstream_ready(node)
+    return node
+
+
+@unittest.skipUnless(upstream_dir(), skip_reason())
+class SlicesPerProfile(unittest.TestCase):
+    """Each profile: nvdra publishes, stops and its slices go; upstream publishes on the same node."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.seen = {}
+        for profile in PROFILES:
+            node = new_node(profile)
+            try:
+                node.start()
+                nvdra = {d: slices_of(node, d) for d in (GPU, CD)}
+                node.stop()
+                node.api.delete_matching("resource.k8s.io/v1", "resourceslices", "")
+                up = UpstreamPlugins(node)
+                try:
+                    up.start()
+                    upstream = {d: slices_of(node, d) for d in (GPU, CD)}
+                finally:
+                    up.cleanup()
+                cls.seen[profile] = (nvdra, upstream)
+            finally:
+                node.cleanup()
+
+    def test_gpu_slices_equal_apart_from_name_and_device_order(self):
+        for profile, (nvdra, upstream) in self.seen.items():
+            with self.subTest(profile=profile):
+                self.assertTrue(upstream[GPU])
+                self.assertEqual(comparable(nvdra[GPU]), comparable(upstream[GPU]))
+
+    def test_nvdra_device_order_is_stable_by_name(self):
+        # Deliberate: upstream lists devices in Go map order, a new order (and a slice update) per restart.
+        for profile, (nvdra, _) in self.seen.items():
+            with self.subTest(profile=profile):
+                for s in nvdra[GPU]:
+                    names = [d["name"] for d in s["spec"]["devices"]]
+                    self.assertEqual(names, sorted(names))
+
+    @unittest.expectedFailure  # pending: nvdra publishes no compute-domain slice under --imex-mode=hostManaged
+    def test_compute_domain_slices_equal(self):
+        for profile, (nvdra, upstream) in self.seen.items():
+            with self.subTest(profile=profile):
+                self.assertTrue(upstream[CD])
+                self.assertEqual(comparable(nvdra[CD]), comparable(upstream[CD]))
+
+    @unittest.expectedFailure  # PENDING_SLICE_NAMES
+    def test_slice_names_as_upstream(self):
+        for profile, (nvdra, upstream) in self.seen.items():
+            for d in (GPU,):
+                with self.subTest(profile=profile, driver=d):
+                    self.assertEqual(sorted(s["metadata"]["generateName"] for s in nvdra[d]),
+                                     sorted(s["metadata"]["generateName"] for s in upstream[d]))
+
+
+DRIVER_ID = "k8s.gpu.nvidia.com/device=driver"  # nvdra's node-wide id, PENDING_CDI removes it
+
+
+def ids_of(answer):
+    return [i for d in answer["devices"] for i in d["cdi_device_ids"]]
+
+
+def without_driver_id(answer):
+    return {"error": answer["error"], "devices": [dict(d, cdi_device_ids=[i for i in d["cdi_device_ids"] if i != DRIVER_ID])
+                                                  for d in answer["devices"]]}
+
+
+def masked(edits):
+    """Edits without the parts PENDING_CDI changes: NVIDIA_VISIBLE_DEVICES=void, the hooks' env, the
+    OpenCL ICD mount upstream does not make, the MIG capability nodes' host path."""
+    return {"env": edits["env"] - {"NVIDIA_VISIBLE_DEVICES=void"},
+            "deviceNodes": {p: h for p, h in edits["deviceNodes"].items() if not p.startswith("/dev/nvidia-caps/")},
+            "mounts": {p: m for p, m in edits["mounts"].items() if p != "/etc/OpenCL/vendors/nvidia.icd"},
+            "hooks": {h[:3] for h in edits["hooks"]}}
+
+
+@unittest.skipUnless(upstream_dir(), skip_reason())
+class ClaimParity(unittest.TestCase):
+    """The same claims on dgx-a100 (whole GPUs and MIG devices) prepared by each side in turn; every
+    answer and the edits its ids resolve to are kept for the assertions."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.node = node = new_node("dgx-a100")
+        ts = gpu_config(sharing={"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}})
+        cls.claims = {"full-gpu": (GPU, node.allocate("full", [("gpu", "gpu-0")])),
+                      "time-slicing": (GPU, node.allocate("ts", [("gpu", "gpu-1")], [([], ts)])),
+                      "static-mig": (GPU, node.allocate("mig", [("mig", "gpu-6-mig-1g5gb-19-6")]))}
+        cls.answers, cls.edits, cls.files, cls.unprepared = {}, {}, {}, {}
+        try:
+            for which in ("nvdra", "upstream"):
+                side = Side(node, which).start()
+                try:
+                    for kind, (driver, claim) in cls.claims.items():
+                        answer = side.plugin(driver).prepare([claim])[claim.uid]
+                        cls.answers[which, kind] = answer
+                        if not answer["error"]:
+                            cls.edits[which, kind] = claim_edits(node.dirs.cdi, ids_of(answer))
+                    cls.files[which] = node.cdi_files()
+                    for kind, (driver, claim) in cls.claims.items():
+                        cls.unprepared[which, kind] = side.plugin(driver).unprepare([claim])[claim.uid]
+                finally:
+                    side.stop()
+                    side.cleanup()
+        except Exception:
+            node.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.cleanup()
+
+    def test_both_prepare_and_unprepare_every_claim(self):
+        for kind in self.claims:
+            for which in ("nvdra", "upstream"):
+                with self.subTest(kind=kind, side=which):
+                    self.assertEqual(self.answers[which, kind]["error"], "")
+                    self.assertEqual(self.unprepared[which, kind], "")
+
+    def test_kubelet_answers_equal_apart_from_the_node_wide_id(self):
+        for kind in self.claims:
+            with self.subTest(kind=kind):
+                self.assertEqual(without_driver_id(self.answers["nvdra", kind]), self.answers["upstream", kind])
+
+    def test_cdi_edits_equal_apart_from_the_pending_cdi_parts(self):
+        for kind in self.claims:
+            with self.subTest(kind=kind):
+                nvdra, upstream = self.edits["nvdra", kind], self.edits["upstream", kind]
+                self.assertEqual(masked(nvdra), masked(upstream))
+
+    @unittest.expectedFailure  # PENDING_CDI
+    def test_kubelet_answers_equal(self):
+        for kind in self.claims:
+            with self.subTest(kind=kind):
+                self.assertEqual(self.answers["nvdra", kind], self.answers["upstream", kind])
+
+    @unittest.expectedFailure  # PENDING_CDI: NVIDIA_VISIBLE_DEVICES=void, hook env, device nodes, mounts
+    def test_cdi_edits_equal(self):
+        for kind in self.claims:
+            with self.subTest(kind=kind):
+                self.assertEqual({k: v for k, v in self.edits["nvdra", kind].items() if k != "files"},
+                                 {k: v for k, v in self.edits["upstream", kind].items() if k != "files"})
+
+    @unittest.expectedFailure  # PENDING_CDI: the claim spec under upstream's file name
+    def test_claim_spec_files_named_as_upstream(self):
+        def claim_files(which):
+            return sorted(f for f in self.files[which] if "claim_" in f)
+        self.assertEqual(claim_files("nvdra"), claim_files("upstream"))
+
+
+@unittest.skipUnless(upstream_dir(), skip_reason())
+class ImexChannelParity(unittest.TestCase):
+    """A host-managed IMEX channel claim (upstream: --imex-mode=hostManaged, gate HostManagedIMEXDaemon) on
+    dgx-a100, where upstream takes its no-clique path (on gb200-nvl it waits for the host's IMEX daemon
+    at --imex-host-socket-path, which the simulated node does not run)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.node = node = new_node("dgx-a100")
+        cls.answers = {}
+        try:
+            domain = node.api.put_object({
+                "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+                "metadata": {"name": "train-a", "namespace": "default"},
+                "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": "train-a-channel"},
+                                                    "allocationMode": "Single"}}})["metadata"]["uid"]
+            params = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomainChannelConfig",
+                      "domainID": domain, "allocationMode": "Single"}
+            claim = node.allocate("chan", [("channel", "channel-0")], [([], params)], driver=CD)
+            for which in ("nvdra", "upstream"):
+                side = Side(node, which).start()
+                try:
+                    cls.answers[which] = side.plugin(CD).prepare([claim])[claim.uid]
+                    cls.answers[which, "unprepare"] = side.plugin(CD).unprepare([claim])[claim.uid]
+                finally:
+                    side.stop()
+                    side.cleanup()
+        except Exception:
+            node.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.cleanup()
+
+    def test_upstream_prepares_the_channel(self):
+        self.assertEqual(self.answers["upstream"]["error"], "")
+        self.assertEqual([d["device_name"] for d in self.answers["upstream"]["devices"]], ["channel-0"])
+
+    # pending: nvdra serves channel claims under upstream's --imex-mode=hostManaged (today only under
+    # its own HostManagedIMEX gate, through systemd's nvidia-imex.service)
+    @unittest.expectedFailure
+    def test_kubelet_answers_equal(self):
+        self.assertEqual(self.answers["nvdra"], self.answers["upstream"])
+
+class Side:
+    """One implementation's GPU and compute-domain plugins on the node, started and stopped alike."""
+
+    def __init__(self, node, which):
+        self.node, self.which = node, which
+        self.up = UpstreamPlugins(node) if which == "upstream" else None
+
+    def start(self):
+        (self.up or self.node).start()
+        return self
+
+    def plugin(self, driver):
+        return (self.up.plugins if self.up else self.node.plugins)[driver]
+
+    def stop(self):
+        if self.up:
+            self.up.stop()
+        else:
+            self.node.stop()
+
+    def cleanup(self):
+        if self.up:
+            self.up.cleanup()
+
+
+
+
+@unittest.skipUnless(upstream_dir(), skip_reason())
+class CheckpointTakeOver(unittest.TestCase):
+    """One side prepares a whole GPU and a MIG device and stops; the other starts on the same plugins
+    directory and unprepares them: its unprepare succeeds and nothing of the claims is left."""
+
+    def setUp(self):
+        self.node = new_node("dgx-a100")
+        self.addCleanup(self.node.cleanup)
+        self.claims = [self.node.allocate("full", [("gpu", "gpu-0")]),
+                       self.node.allocate("mig", [("mig", "gpu-6-mig-1g5gb-19-6")])]
+
+    def hand_over(self, first, second):
+        a = Side(self.node, first).start()
+        try:
+            answers = a.plugin(GPU).prepare(self.claims)
+            self.assertEqual([answers[c.uid]["error"] for c in self.claims], ["", ""])
+        finally:
+            a.stop()
+            a.cleanup()
+        self.assertTrue(any("claim_" in f for f in self.node.cdi_files()))
+        b = Side(self.node, second).start()
+        try:
+            self.assertEqual(b.plugin(GPU).unprepare(self.claims), {c.uid: "" for c in self.claims})
+        finally:
+            b.stop()
+            b.cleanup()
+        self.assertEqual(self.node.checkpoint(GPU), {})
+        return [f for f in self.node.cdi_files() if "claim_" in f]
+
+    def test_upstream_takes_over_from_nvdra(self):
+        self.hand_over("nvdra", "upstream")
+
+    def test_nvdra_takes_over_from_upstream(self):
+        self.assertEqual(self.hand_over("upstream", "nvdra"), [])
+
+    @unittest.expectedFailure  # PENDING_CDI: nvdra's claim spec under upstream's name, which upstream removes
+    def test_upstream_takes_over_from_nvdra_and_no_claim_file_is_left(self):
+        self.assertEqual(self.hand_over("nvdra", "upstream"), [])
+
+    @unittest.expectedFailure  # PENDING_CDI: no node-wide spec that upstream does not know
+    def test_no_nvdra_node_wide_spec_left_after_rollback(self):
+        self.hand_over("nvdra", "upstream")
+        self.assertEqual([f for f in self.node.cdi_files() if f.startswith("k8s.gpu.nvidia.com-device")], [])
+
+
+if __name__ == "__main__":
+    if not upstream_dir():
+        print(skip_reason())
+        sys.exit(77)  # CTest's SKIP_RETURN_CODE for this test
+    unittest.main()
