@@ -1,0 +1,278 @@
+#!/usr/bin/python3
+"""nvdra against upstream's own kubelet plugins on the same simulated node (not a test: it reports numbers).
+
+Both sides run on one SimulatedNode (mock NVML, driver root made acceptable to both, the API-server double
+in a process of its own, the kubelet double registering over the real sockets; upstream through
+test/lib/upstream_node.py, which needs root and NVDRA_UPSTREAM_DIR or --upstream-dir). Rounds alternate the
+side that goes first. Latencies come from the compiled gRPC client (bench/kubelet/claim_client.cpp), as in
+gpu_claims.py. Every figure is printed for each side with the ratio upstream / nvdra (higher: nvdra better):
+  start -> all plugins registered and the GPU slices published (slices wiped before each start);
+  prepare and unprepare p50/p99 over --single claims, at each side's default client limits and at equal ones
+  (QPS and burst 1000 on every client); 64 concurrent prepares per round at equal limits, and the floor under
+  such a round: 64 concurrent claim GETs against the double (Python threads, one connection each);
+  idle RSS and PSS (upstream: both plugins summed); RSS after --cycles prepare/unprepare cycles;
+  stripped binary sizes; API requests from start to ready, and over --idle-seconds idle (writes counted apart).
+
+    sudo bench/scenario/versus_upstream.py [--build-dir build] [--upstream-dir DIR] [--idle-seconds 60] [--json F]
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(TOP, "test", "lib"))
+EQUAL = 1000  # QPS and burst for every client in the equal-limits phases
+NVDRA_GATES = "TimeSlicingSettings=true,MPSSupport=true,HostManagedIMEXDaemon=true"
+
+
+def pct(values, p):
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def mem_kb(pid, field, path="status"):
+    try:
+        with open(f"/proc/{pid}/{path}") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+    except (OSError, StopIteration):
+        return 0
+
+
+class Sides:
+    """Starts, stops and measures either side on the node."""
+
+    def __init__(self, node, up_module, upstream_dir):
+        self.node, self.um, self.upstream_dir = node, up_module, upstream_dir
+        self.base_args = list(node.extra_args)
+        self.up = None
+
+    def start(self, which, equal):
+        n = self.node
+        n.api.delete_matching("resource.k8s.io/v1", "resourceslices", "")
+        n.api._call("POST", "/admin/requests/reset")
+        t0 = time.monotonic()
+        if which == "nvdra":
+            n.extra_args = self.base_args + ([f"--kube-api-qps={EQUAL}", f"--kube-api-burst={EQUAL}",
+                                              f"--claim-read-qps={EQUAL}", f"--claim-read-burst={EQUAL}"]
+                                             if equal else [])
+            n.start()
+            self.wait_slices()
+            self.plugins = n.plugins
+            self.pids = [n.proc.pid]
+        else:
+            self.up = self.um.UpstreamPlugins(n, qps=EQUAL if equal else None, burst=EQUAL if equal else None,
+                                              directory=self.upstream_dir)
+            self.up.start()
+            self.plugins = self.up.plugins
+            self.pids = list(self.up.pids().values())
+        ready_ms = (time.monotonic() - t0) * 1000
+        return ready_ms, len(self.api_requests())
+
+    def wait_slices(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while not self.node.published():
+            if time.monotonic() > deadline:
+                raise TimeoutError("nvdra published no GPU slice")
+            time.sleep(0.005)  # the double is the event source
+
+    def api_requests(self):
+        return [r for r in self.node.api.request_log() if not r["path"].startswith("/admin")]
+
+    def stop(self, which):
+        if which == "nvdra":
+            self.node.stop()
+        else:
+            self.up.cleanup()
+            self.up = None
+
+    def rss(self):
+        return sum(mem_kb(p, "VmRSS") for p in self.pids), sum(mem_kb(p, "Pss", "smaps_rollup") for p in self.pids)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build-dir", default=os.path.join(TOP, "build"))
+    ap.add_argument("--upstream-dir", default=os.environ.get("NVDRA_UPSTREAM_DIR", ""))
+    ap.add_argument("--profile", default="dgx-a100")
+    ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds per side")
+    ap.add_argument("--single", type=int, default=200, help="sequential one-claim prepares per limits setting")
+    ap.add_argument("--batches", type=int, default=3, help="rounds of 64 concurrent prepares per side round")
+    ap.add_argument("--cycles", type=int, default=1000)
+    ap.add_argument("--idle-seconds", type=float, default=60.0,
+                    help="idle period for API requests (the issue asks 600; default short for a quick run)")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    if not args.upstream_dir:
+        ap.error("--upstream-dir or NVDRA_UPSTREAM_DIR: the unpacked upstream plugins (shared/upstream/unpack DIR)")
+    os.environ["NVDRA_BINARY_DIR"] = os.path.abspath(args.build_dir)
+    os.environ["NVDRA_UPSTREAM_DIR"] = os.path.abspath(args.upstream_dir)
+    import upstream_node as um
+    from gpu_node import SimulatedNode
+
+    node = SimulatedNode(profile=args.profile, node="bench-node", gates=NVDRA_GATES,
+                         args=["--imex-mode=hostManaged", "--controller=false"], api_process=True)
+    um.make_node_upstream_ready(node)
+    sides = Sides(node, um, args.upstream_dir)
+    fig = {s: {} for s in ("nvdra", "upstream")}
+
+    def add(which, key, value):
+        fig[which].setdefault(key, []).extend(value if isinstance(value, list) else [value])
+
+    client_bin = os.path.join(args.build_dir, "bench", "kubelet", "kubelet_claim_client")
+    try:
+        claims = admin_claims(node, whole_gpus(args.profile), 64)
+        claims_file = os.path.join(node.root, "bench-claims.json")
+        with open(claims_file, "w") as f:
+            json.dump([{"uid": c.uid, "namespace": c.namespace, "name": c.name} for c in claims], f)
+
+        def client(mode, n):
+            out = subprocess.run([client_bin, "--socket", sides.plugins[um.GPU].endpoint, "--claims", claims_file,
+                                  mode, str(n)], check=True, capture_output=True, text=True)
+            return json.loads(out.stdout)
+
+        per_round = max(1, args.single // args.rounds)
+        for r in range(args.rounds):
+            for which in (("nvdra", "upstream") if r % 2 == 0 else ("upstream", "nvdra")):
+                for equal in (False, True):
+                    ready_ms, requests = sides.start(which, equal)
+                    tag = "equal" if equal else "default"
+                    add(which, f"start_ms_{tag}", ready_ms)
+                    add(which, "requests_to_ready", requests)
+                    one = client("sequential", per_round)
+                    add(which, f"prepare_us_{tag}", one["prepare_us"])
+                    add(which, f"unprepare_us_{tag}", one["unprepare_us"])
+                    if equal:
+                        many = client("concurrent", args.batches)
+                        add(which, "round64_us", many["round_us"])
+                        time.sleep(1.0)  # idle after the phases, as gpu_claims.py measures it
+                        rss, pss = sides.rss()
+                        add(which, "idle_rss_kb", rss)
+                        add(which, "idle_pss_kb", pss)
+                    sides.stop(which)
+
+        for which in ("nvdra", "upstream"):
+            sides.start(which, True)
+            client("sequential", args.cycles)
+            fig[which]["rss_after_cycles_kb"] = [sides.rss()[0]]
+            node.api._call("POST", "/admin/requests/reset")
+            time.sleep(args.idle_seconds)  # the idle period itself is what is measured
+            idle = sides.api_requests()
+            fig[which]["idle_requests"] = [len(idle)]
+            fig[which]["idle_writes"] = [sum(1 for q in idle if q["method"] in ("POST", "PUT", "PATCH", "DELETE"))]
+            sides.stop(which)
+
+        fig["floor"] = {"round64_claim_reads_us": claim_read_floor(node, claims, args.batches)}
+        fig["nvdra"]["binary_bytes"] = [stripped_size(os.path.join(args.build_dir, "agent", "nvdra-agent"))]
+        fig["upstream"]["binary_bytes"] = [sum(stripped_size(os.path.join(args.upstream_dir, um.PROGRAM[d]))
+                                               for d in (um.GPU, um.CD))]
+    finally:
+        if sides.up:
+            sides.up.cleanup()
+        node.cleanup()
+    report = summarize(fig, args)
+    print_table(report)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"report": report, "raw": fig}, f, indent=1)
+    return 0
+
+
+def whole_gpus(profile):
+    import yaml
+    with open(os.path.join(TOP, "nvml", "mock", "profiles", profile + ".yaml")) as f:
+        gpus = yaml.safe_load(f)["gpus"]
+    return [f"gpu-{g['minor']}" for g in gpus if g.get("migMode") != "enabled"]
+
+
+def admin_claims(node, gpus, n):
+    """n claims over the node's whole GPUs with adminAccess, so that both sides prepare a GPU held by
+    another prepared claim (upstream refuses that otherwise: 64 concurrent claims need no 64 GPUs)."""
+    from kubelet_double import Claim
+    out = []
+    for i in range(n):
+        obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+               "metadata": {"name": f"c{i}", "namespace": "default"},
+               "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com",
+                                                                             "adminAccess": True}}]}},
+               "status": {"allocation": {"devices": {"results": [
+                   {"request": "gpu", "driver": "gpu.nvidia.com", "pool": node.node, "device": gpus[i % len(gpus)],
+                    "adminAccess": True}]}}}}
+        out.append(Claim("default", f"c{i}", node.api.put_object(obj)["metadata"]["uid"]))
+    return out
+
+
+def claim_read_floor(node, claims, rounds):
+    """Wall time of 64 concurrent GETs of the claims against the double: the floor under a 64-prepare round."""
+    api = node.api
+
+    def get(c):
+        req = urllib.request.Request(f"{api.url}/apis/resource.k8s.io/v1/namespaces/{c.namespace}/resourceclaims/{c.name}",
+                                     headers={"Authorization": f"Bearer {api.token}"})
+        with urllib.request.urlopen(req, context=api.ctx, timeout=30) as r:
+            r.read()
+    walls = []
+    with concurrent.futures.ThreadPoolExecutor(64) as pool:
+        for _ in range(rounds):
+            t = time.perf_counter()
+            list(pool.map(get, claims))
+            walls.append((time.perf_counter() - t) * 1e6)
+    return walls
+
+
+def stripped_size(path):
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "b")
+        shutil.copy(path, out)
+        subprocess.run(["strip", "--strip-all", out], check=True, capture_output=True)
+        return os.path.getsize(out)
+
+
+def summarize(fig, args):
+    n, u = fig["nvdra"], fig["upstream"]
+    rows = []
+
+    def row(name, unit, fn, key, ukey=None):
+        a, b = fn(n[key]), fn(u[ukey or key])
+        rows.append({"figure": name, "unit": unit, "nvdra": round(a, 2), "upstream": round(b, 2),
+                     "ratio": round(b / a, 2) if a else None})
+
+    med = statistics.median
+    row("start -> registered + slices published (p50)", "ms", med, "start_ms_default")
+    for tag, label in (("default", "each side's default limits"), ("equal", f"equal limits ({EQUAL})")):
+        for kind in ("prepare", "unprepare"):
+            for p in (50, 99):
+                row(f"{kind} p{p}, {label}", "ms", lambda v, p=p: pct(v, p) / 1000, f"{kind}_us_{tag}")
+    row("64 concurrent prepares, round wall p50 (equal limits)", "ms", lambda v: med(v) / 1000, "round64_us")
+    row("idle RSS (upstream: both plugins)", "MB", lambda v: med(v) / 1024, "idle_rss_kb")
+    row("idle PSS (upstream: both plugins)", "MB", lambda v: med(v) / 1024, "idle_pss_kb")
+    row(f"RSS after {args.cycles} cycles", "MB", lambda v: v[0] / 1024, "rss_after_cycles_kb")
+    row("stripped binaries", "MB", lambda v: v[0] / 1e6, "binary_bytes")
+    row("API requests, start to ready (p50)", "n", med, "requests_to_ready")
+    row(f"API requests over {args.idle_seconds:g} s idle", "n", lambda v: v[0], "idle_requests")
+    row(f"API writes over {args.idle_seconds:g} s idle", "n", lambda v: v[0], "idle_writes")
+    floor = med(fig["floor"]["round64_claim_reads_us"]) / 1000
+    return {"rows": rows, "floor_round64_ms": round(floor, 2), "profile": args.profile, "rounds": args.rounds,
+            "machine": os.uname().nodename, "nproc": os.cpu_count()}
+
+
+def print_table(report):
+    print("| figure | nvdra | upstream | upstream / nvdra |")
+    print("|---|---|---|---|")
+    for r in report["rows"]:
+        print(f"| {r['figure']} | {r['nvdra']} {r['unit']} | {r['upstream']} {r['unit']} | {r['ratio']} |")
+    print(f"\nfloor under a 64-prepare round (64 concurrent claim GETs against the double): "
+          f"{report['floor_round64_ms']} ms; {report['profile']}, {report['rounds']} interleaved rounds, "
+          f"{report['nproc']} CPUs")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
