@@ -12,7 +12,7 @@ import unittest
 
 from cdi_edits import claim_edits
 from gpu_node import CD, GPU, SimulatedNode, gpu_config
-from upstream_node import UpstreamPlugins, make_node_upstream_ready, skip_reason, upstream_dir
+from upstream_node import UpstreamPlugins, checkpoint_of, make_node_upstream_ready, skip_reason, upstream_dir
 
 PROFILES = ("dgx-a100", "hgx-h100", "gb200-nvl", "l4")
 NVDRA_GATES = "TimeSlicingSettings=true,MPSSupport=true,HostManagedIMEXDaemon=true"
@@ -265,6 +265,15 @@ class Side:
 
 
 
+def prepared_claims(node):
+    """{uid: entry} of the GPU checkpoint, whichever versioned section (v1, v2) the writer used."""
+    data = checkpoint_of(node, GPU) or {}
+    out = {}
+    for key in ("v1", "v2"):
+        out.update((data.get(key) or {}).get("preparedClaims") or {})
+    return out
+
+
 @unittest.skipUnless(upstream_dir(), skip_reason())
 class CheckpointTakeOver(unittest.TestCase):
     """One side prepares a whole GPU and a MIG device and stops; the other starts on the same plugins
@@ -285,13 +294,14 @@ class CheckpointTakeOver(unittest.TestCase):
             a.stop()
             a.cleanup()
         self.assertTrue(any("claim_" in f for f in self.node.cdi_files()))
+        self.assertEqual(sorted(prepared_claims(self.node)), sorted(c.uid for c in self.claims))
         b = Side(self.node, second).start()
         try:
             self.assertEqual(b.plugin(GPU).unprepare(self.claims), {c.uid: "" for c in self.claims})
         finally:
             b.stop()
             b.cleanup()
-        self.assertEqual(self.node.checkpoint(GPU), {})
+        self.assertEqual(prepared_claims(self.node), {})
         return [f for f in self.node.cdi_files() if "claim_" in f]
 
     def test_upstream_takes_over_from_nvdra(self):
