@@ -19,6 +19,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -165,6 +166,7 @@ def main():
 
         for which in ("nvdra", "upstream"):
             sides.start(which, True)
+            fig[which]["fsyncs_per_prepare_unprepare"] = [fsyncs_per_cycle(sides.pids[0], lambda: client("sequential", 20), 20)]
             client("sequential", args.cycles)
             fig[which]["rss_after_cycles_kb"] = [sides.rss()[0]]
             node.api._call("POST", "/admin/requests/reset")
@@ -174,7 +176,9 @@ def main():
             fig[which]["idle_writes"] = [sum(1 for q in idle if q["method"] in ("POST", "PUT", "PATCH", "DELETE"))]
             sides.stop(which)
 
-        fig["floor"] = {"round64_claim_reads_us": claim_read_floor(node, claims, args.batches)}
+        fig["floor"] = {"round64_claim_reads_us": claim_read_floor(node, claims, args.batches),
+                        "one_claim_read_us": claim_read_floor(node, claims[:1], args.single),
+                        "durable_write_us": durable_write_us(node.dirs.plugins, args.single)}
         fig["nvdra"]["binary_bytes"] = [stripped_size(os.path.join(args.build_dir, "agent", "nvdra-agent"))]
         fig["upstream"]["binary_bytes"] = [sum(stripped_size(os.path.join(args.upstream_dir, um.PROGRAM[d]))
                                                for d in (um.GPU, um.CD))]
@@ -255,6 +259,48 @@ def claim_read_floor(node, claims, rounds):
     return walls
 
 
+def durable_write_us(directory, n):
+    """write + fsync + rename + directory fsync of a 4 KiB file beside the checkpoints: one durable write."""
+    os.makedirs(directory, exist_ok=True)
+    out = []
+    for i in range(n):
+        t = time.perf_counter()
+        tmp = os.path.join(directory, ".bench-floor.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, b"x" * 4096)
+        os.fsync(fd)
+        os.close(fd)
+        os.rename(tmp, os.path.join(directory, ".bench-floor"))
+        dfd = os.open(directory, os.O_RDONLY)
+        os.fsync(dfd)
+        os.close(dfd)
+        out.append((time.perf_counter() - t) * 1e6)
+    os.unlink(os.path.join(directory, ".bench-floor"))
+    return out
+
+
+def fsyncs_per_cycle(pid, fn, cycles):
+    """fsync-family calls per prepare + unprepare while fn() runs `cycles` of them (strace; None without)."""
+    if not shutil.which("strace"):
+        fn()
+        return None
+    out_file = f"/tmp/nvdra-versus-strace-{pid}.txt"
+    tracer = subprocess.Popen(["strace", "-f", "-c", "-e", "trace=fsync,fdatasync,syncfs,sync_file_range",
+                               "-o", out_file, "-p", str(pid)], stderr=subprocess.DEVNULL)
+    time.sleep(0.5)  # strace attaches to every thread; a bench, not a test
+    fn()
+    tracer.terminate()
+    tracer.wait()
+    total = 0
+    with open(out_file) as f:
+        for line in f:
+            m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(fsync|fdatasync|syncfs|sync_file_range)$", line)
+            if m:
+                total += int(m.group(1))
+    os.unlink(out_file)
+    return round(total / cycles, 2)
+
+
 def stripped_size(path):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "b")
@@ -283,11 +329,14 @@ def summarize(fig, args):
     row("idle PSS (upstream: both plugins)", "MB", lambda v: med(v) / 1024, "idle_pss_kb")
     row(f"RSS after {args.cycles} cycles", "MB", lambda v: v[0] / 1024, "rss_after_cycles_kb")
     row("stripped binaries", "MB", lambda v: v[0] / 1e6, "binary_bytes")
+    row("fsyncs per prepare + unprepare (GPU plugin)", "n", lambda v: v[0] or 0, "fsyncs_per_prepare_unprepare")
     row("API requests, start to ready (p50)", "n", med, "requests_to_ready")
     row(f"API requests over {args.idle_seconds:g} s idle", "n", lambda v: v[0], "idle_requests")
     row(f"API writes over {args.idle_seconds:g} s idle", "n", lambda v: v[0], "idle_writes")
     floor = med(fig["floor"]["round64_claim_reads_us"]) / 1000
-    return {"rows": rows, "floor_round64_ms": round(floor, 2), "profile": args.profile,
+    one = {p: round(pct(fig["floor"]["one_claim_read_us"], p) / 1000, 2) for p in (50, 99)}
+    dur = {p: round(pct(fig["floor"]["durable_write_us"], p) / 1000, 2) for p in (50, 99)}
+    return {"rows": rows, "floor_round64_ms": round(floor, 2), "floor_claim_read_ms": one, "floor_durable_write_ms": dur, "profile": args.profile,
             "cdi_root": "disk" if args.cdi_on_disk else "tmpfs", "rounds": args.rounds,
             "machine": os.uname().nodename, "nproc": os.cpu_count()}
 
@@ -301,6 +350,10 @@ def print_table(report):
           f"{report['floor_round64_ms']} ms; {report['profile']}, {report['rounds']} interleaved rounds, "
           f"CDI root on {report['cdi_root']}, "
           f"{report['nproc']} CPUs")
+    print(f"floor under one prepare: one claim GET p50/p99 {report['floor_claim_read_ms'][50]} / "
+          f"{report['floor_claim_read_ms'][99]} ms, plus per durable write (write, fsync, rename, dir fsync, on "
+          f"the plugins dir's disk) p50/p99 {report['floor_durable_write_ms'][50]} / "
+          f"{report['floor_durable_write_ms'][99]} ms")
 
 
 if __name__ == "__main__":
