@@ -17,7 +17,6 @@ What upstream needs of the node (shared/upstream/README.md) and how it is met he
   over them (needs root, as mknod does);
 - its client-go speaks protobuf and WatchList: `pb2json-proxy` in front of the JSON-only API double and
   KUBE_FEATURE_WatchListClient=false."""
-import json
 import os
 import shlex
 import shutil
@@ -76,7 +75,7 @@ def profile_driver_version(profile):
 def _ld_so_cache(records):
     """glibc's ld.so.cache (new format only) for [(soname, path)]: x86-64 libc6 entries."""
     flags = 0x0303  # FLAG_ELF_LIBC6 | FLAG_X8664_LIB64
-    header = struct.calcsize("<20sIII20x")
+    header = 48  # magic, counts, flags, padding, extension offset, unused words
     entries = b""
     strings = b""
     at = header + 24 * len(records)
@@ -367,11 +366,3 @@ class UpstreamPlugins:
             self.proxy_log.close()
             self.proxy = None
 
-
-def checkpoint_of(node, driver):
-    """The checkpoint.json of `driver` in the node's plugins dir as parsed JSON, or None."""
-    path = os.path.join(node.dirs.plugins, driver, "checkpoint.json")
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)

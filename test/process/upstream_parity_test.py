@@ -4,7 +4,7 @@ edits, and either side takes over the other's checkpoint and leaves no file behi
 NVDRA_UPSTREAM_DIR names the unpacked upstream binaries (shared/upstream/unpack DIR) and the test runs as
 root; skips with one line elsewhere.
 
-Deliberate differences (README "Differences from upstream") are asserted as exactly that difference.
+Deliberate differences (README "Side by side with upstream") are asserted as exactly that difference.
 Assertions on behaviour today's main does not have yet are separate methods marked expectedFailure,
 each naming the pending change, so that they flip to unexpected successes once it merges."""
 import sys
@@ -12,7 +12,7 @@ import unittest
 
 from cdi_edits import claim_edits
 from gpu_node import CD, GPU, SimulatedNode, gpu_config
-from upstream_node import UpstreamPlugins, checkpoint_of, make_node_upstream_ready, skip_reason, upstream_dir
+from upstream_node import UpstreamPlugins, make_node_upstream_ready, skip_reason, upstream_dir
 
 PROFILES = ("dgx-a100", "hgx-h100", "gb200-nvl", "l4")
 NVDRA_GATES = "TimeSlicingSettings=true,MPSSupport=true,HostManagedIMEXDaemon=true"
@@ -33,8 +33,7 @@ def comparable(slices):
     for s in sorted(slices, key=lambda s: s["spec"]["pool"]["name"]):
         spec = dict(s["spec"])
         spec["devices"] = sorted(spec.get("devices", []), key=lambda d: d["name"])
-        owners = [{k: v for k, v in o.items() if k != "uid"} for o in s["metadata"].get("ownerReferences", [])]
-        out.append({"spec": spec, "owners": owners})
+        out.append({"spec": spec, "owners": s["metadata"].get("ownerReferences", [])})
     return out
 
 
@@ -265,15 +264,6 @@ class Side:
 
 
 
-def prepared_claims(node):
-    """{uid: entry} of the GPU checkpoint, whichever versioned section (v1, v2) the writer used."""
-    data = checkpoint_of(node, GPU) or {}
-    out = {}
-    for key in ("v1", "v2"):
-        out.update((data.get(key) or {}).get("preparedClaims") or {})
-    return out
-
-
 @unittest.skipUnless(upstream_dir(), skip_reason())
 class CheckpointTakeOver(unittest.TestCase):
     """One side prepares a whole GPU and a MIG device and stops; the other starts on the same plugins
@@ -294,14 +284,14 @@ class CheckpointTakeOver(unittest.TestCase):
             a.stop()
             a.cleanup()
         self.assertTrue(any("claim_" in f for f in self.node.cdi_files()))
-        self.assertEqual(sorted(prepared_claims(self.node)), sorted(c.uid for c in self.claims))
+        self.assertEqual(sorted(self.node.checkpoint(GPU)), sorted(c.uid for c in self.claims))
         b = Side(self.node, second).start()
         try:
             self.assertEqual(b.plugin(GPU).unprepare(self.claims), {c.uid: "" for c in self.claims})
         finally:
             b.stop()
             b.cleanup()
-        self.assertEqual(prepared_claims(self.node), {})
+        self.assertEqual(self.node.checkpoint(GPU), {})
         return [f for f in self.node.cdi_files() if "claim_" in f]
 
     def test_upstream_takes_over_from_nvdra(self):
