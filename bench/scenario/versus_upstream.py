@@ -118,11 +118,9 @@ def main():
     os.environ["NVDRA_BINARY_DIR"] = os.path.abspath(args.build_dir)
     os.environ["NVDRA_UPSTREAM_DIR"] = os.path.abspath(args.upstream_dir)
     import upstream_node as um
-    from gpu_node import SimulatedNode
 
-    node = SimulatedNode(profile=args.profile, node="bench-node", gates=NVDRA_GATES,
-                         args=["--imex-mode=hostManaged", "--controller=false"], api_process=True)
-    um.make_node_upstream_ready(node)
+    node = um.upstream_node(args.profile, node="bench-node", gates=NVDRA_GATES,
+                            args=["--imex-mode=hostManaged", "--controller=false"], api_process=True)
     cdi_tmpfs = None
     if not args.cdi_on_disk:  # both sides write the same CDI root
         cdi_tmpfs = node.dirs.cdi = tempfile.mkdtemp(prefix="nvdra-versus-cdi-", dir="/dev/shm")

@@ -3,15 +3,16 @@ kubernetes-sigs/dra-driver-nvidia-gpu; ../shared/upstream) on nvdra's simulated 
 tests and bench/scenario/versus_upstream.py. NVDRA_UPSTREAM_DIR names the unpacked binaries
 (`shared/upstream/unpack DIR`); without it upstream_dir() is None and callers skip with SKIP_REASON.
 
-    node = SimulatedNode(profile="dgx-a100")
-    make_node_upstream_ready(node)           # once, before either side starts
+    node = upstream_node("dgx-a100")         # a SimulatedNode both sides accept
     up = UpstreamPlugins(node).start()       # the same API double, registrar, plugins and CDI dirs
     up.gpu().prepare([claim]); up.stop()
 
 What upstream needs of the node (shared/upstream/README.md) and how it is met here:
-- its NVML is `libnvidia-ml.so.1` dlopened from the driver root: the mock is installed there, the
-  driver's libraries are real ELF objects with their sonames, `libcuda.so.<NVML's version>`;
-- device nodes are real character devices (mknod) in `<driver-root>/dev`, which nvdra reads too;
+- the simulated node (nvdra-fake-node, driver-container layout) has the driver at NVML's version, its
+  ld.so.cache, nvidia-cdi-hook and the device nodes as character devices in `<driver-root>/dev`;
+- its NVML is `libnvidia-ml.so.1` dlopened from the driver root: the mock is installed there, and the
+  other driver libraries become ELF objects with their sonames; MIG capability and IMEX channel nodes
+  are mknod'ed beside the others;
 - /proc/driver/nvidia/capabilities, /proc/devices and /sys/bus/pci/devices are read from the machine:
   each plugin runs in a private mount namespace (`unshare -m`) with the simulated host's copies bound
   over them (needs root, as mknod does);
@@ -22,7 +23,6 @@ import shlex
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import tempfile
 import time
@@ -31,7 +31,7 @@ import yaml
 
 from gpu_node import CD, GPU, SimulatedNode  # noqa: F401  (re-exported for the tests)
 from kubelet_double import KubeletDouble
-from nvdra_testlib import MOCK_NVML, SOURCE_DIR
+from nvdra_testlib import MOCK_NVML
 
 BINARIES = ("gpu-kubelet-plugin", "compute-domain-kubelet-plugin", "pb2json-proxy")
 SKIP_REASON = ("upstream parity not run: NVDRA_UPSTREAM_DIR is not set to the unpacked upstream plugins "
@@ -41,12 +41,8 @@ PROGRAM = {GPU: "gpu-kubelet-plugin", CD: "compute-domain-kubelet-plugin"}
 DEFAULT_GATES = {GPU: "TimeSlicingSettings=true,MPSSupport=true",
                  CD: "HostManagedIMEXDaemon=true"}
 LIB_DIR = "/usr/lib/x86_64-linux-gnu"
-# (real-name stem, soname); the soname "" means the versioned name is the soname.
-DRIVER_LIBRARIES = [("libcuda.so", "libcuda.so.1"), ("libnvidia-ml.so", "libnvidia-ml.so.1"),
-                    ("libnvidia-ptxjitcompiler.so", "libnvidia-ptxjitcompiler.so.1"),
-                    ("libnvidia-nvvm.so", "libnvidia-nvvm.so.4"), ("libnvidia-gpucomp.so", ""),
-                    ("libcudadebugger.so", "libcudadebugger.so.1"), ("libnvidia-opencl.so", "libnvidia-opencl.so.1"),
-                    ("libnvidia-cfg.so", "libnvidia-cfg.so.1")]
+# The driver's libraries in the simulated driver root (nvdra-fake-node writes them as text stand-ins).
+DRIVER_LIBRARY_PREFIXES = ("libcuda.so.", "libnvidia-", "libcudadebugger.so.")
 
 
 def upstream_dir():
@@ -67,26 +63,13 @@ def skip_reason():
     return f"upstream parity not run: NVDRA_UPSTREAM_DIR={d} lacks one of {', '.join(BINARIES)}"
 
 
-def profile_driver_version(profile):
-    with open(os.path.join(SOURCE_DIR, "nvml", "mock", "profiles", profile + ".yaml")) as f:
-        return str(yaml.safe_load(f)["driverVersion"])
-
-
-def _ld_so_cache(records):
-    """glibc's ld.so.cache (new format only) for [(soname, path)]: x86-64 libc6 entries."""
-    flags = 0x0303  # FLAG_ELF_LIBC6 | FLAG_X8664_LIB64
-    header = 48  # magic, counts, flags, padding, extension offset, unused words
-    entries = b""
-    strings = b""
-    at = header + 24 * len(records)
-    for name, path in records:
-        key = at + len(strings)
-        strings += name.encode() + b"\0"
-        value = at + len(strings)
-        strings += path.encode() + b"\0"
-        entries += struct.pack("<iIIIQ", flags, key, value, 0, 0)
-    head = struct.pack("<20sIIB19x", b"glibc-ld.so.cache1.1", len(records), len(strings), 2)
-    return head + entries + strings
+def upstream_node(profile="dgx-a100", **kwargs):
+    """A SimulatedNode both implementations accept: nvdra-fake-node's driver-container layout (upstream
+    reads device nodes from <driver-root>/dev only when that directory exists), completed by
+    _make_upstream_ready. kwargs go to SimulatedNode."""
+    node = SimulatedNode(profile=profile, node_options=("--driver-container",), **kwargs)
+    _make_upstream_ready(node)
+    return node
 
 
 def _elf_stub(path, soname, work):
@@ -106,51 +89,28 @@ def _mknod(path, major, minor):
     os.mknod(path, 0o666 | 0o020000, os.makedev(major, minor))
 
 
-def make_node_upstream_ready(node):
-    """Rewrites the SimulatedNode's driver root so that both implementations accept it: the driver's
-    libraries at NVML's version as ELF objects (the mock as libnvidia-ml), their ld.so.cache, and the
-    device nodes as character devices in <driver-root>/dev. Idempotent; call before either starts."""
-    version = profile_driver_version(node.profile)
+def _make_upstream_ready(node):
+    """What upstream needs beyond the simulated node (upstream_node builds the node; its driver root
+    already has the libraries at NVML's version with their links and ld.so.cache, executable binaries,
+    nvidia-cdi-hook and the character devices in <driver-root>/dev): the mock as libnvidia-ml, the other
+    driver libraries as ELF objects with their sonames, the MIG capability nodes and IMEX channel 0.
+    Once per node, before either side starts."""
+    if getattr(node, "upstream_ready", False):
+        return
     root, work = node.driver_root, tempfile.mkdtemp(dir=node.root)
     lib = root + LIB_DIR
-    for name in os.listdir(lib):
-        if name.startswith(("libcuda", "libnvidia", "libcudadebugger")):
-            os.unlink(os.path.join(lib, name))
-    stubs, records = {}, []
-    for stem, soname in DRIVER_LIBRARIES:
-        real = f"{stem}.{version}"
-        soname = soname or real
-        target = os.path.join(lib, real)
-        if stem == "libnvidia-ml.so":
-            shutil.copy(MOCK_NVML, target)
-        elif soname in stubs:
-            shutil.copy(stubs[soname], target)
+    sonames = {os.readlink(os.path.join(lib, n)): n for n in os.listdir(lib) if os.path.islink(os.path.join(lib, n))}
+    for real in os.listdir(lib):
+        path = os.path.join(lib, real)
+        if os.path.islink(path) or not real.startswith(DRIVER_LIBRARY_PREFIXES):
+            continue
+        if real.startswith("libnvidia-ml.so."):
+            shutil.copy(MOCK_NVML, path)
         else:
-            _elf_stub(target, soname, work)
-            stubs[soname] = target
-        if soname != real:
-            os.symlink(real, os.path.join(lib, soname))
-        records.append((soname, f"{LIB_DIR}/{soname}"))
-    os.symlink("libcuda.so.1", os.path.join(lib, "libcuda.so"))
-    records.append(("libz.so.1", f"{LIB_DIR}/libz.so.1"))
-    with open(os.path.join(root, "etc", "ld.so.cache"), "wb") as f:
-        f.write(_ld_so_cache(records))
-    for prog in ("nvidia-smi", "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control",
-                 "nvidia-cuda-mps-server"):
-        p = os.path.join(root, "usr", "bin", prog)
-        if os.path.exists(p):
-            os.chmod(p, 0o755)
-    _make_device_nodes(node)
-    # The NVIDIA Container Toolkit's hook, where a host has it; both sides are pointed at it.
-    hook = os.path.join(node.host_root, "usr", "bin", "nvidia-cdi-hook")
-    os.makedirs(os.path.dirname(hook), exist_ok=True)
-    with open(hook, "w") as f:
-        f.write("#!/bin/sh\nexit 0\n")
-    os.chmod(hook, 0o755)
-    node.cdi_hook = hook
-    if "--nvidia-cdi-hook-path" not in node.extra_args:
-        node.extra_args += ["--nvidia-cdi-hook-path", hook]
+            _elf_stub(path, sonames.get(real, real), work)
     shutil.rmtree(work, ignore_errors=True)
+    _make_capability_nodes(node)
+    node.cdi_hook = os.path.join(root, "usr", "bin", "nvidia-cdi-hook")
     node.upstream_ready = True
 
 
@@ -166,27 +126,18 @@ def _majors(host_root):
     return majors
 
 
-def _make_device_nodes(node):
-    """Character devices in <driver-root>/dev for every node the host root lists (plain files there
-    today), the MIG capability nodes and IMEX channel 0."""
+def _make_capability_nodes(node):
+    """The MIG capability nodes the host root's access files name, and IMEX channel 0, as character
+    devices in <driver-root>/dev (nvdra-fake-node writes the access files only)."""
     dev = os.path.join(node.driver_root, "dev")
-    host_dev = os.path.join(node.host_root, "dev")
     majors = _majors(node.host_root)
-    fixed = {"nvidiactl": (195, 255), "nvidia-modeset": (195, 254), "nvidia-uvm": (majors.get("nvidia-uvm", 509), 0),
-             "nvidia-uvm-tools": (majors.get("nvidia-uvm", 509), 1)}
-    names = set(os.listdir(host_dev)) if os.path.isdir(host_dev) else set()
-    for name in names | set(fixed):
-        if name in fixed:
-            _mknod(os.path.join(dev, name), *fixed[name])
-        elif name.startswith("nvidia") and name[6:].isdigit():
-            _mknod(os.path.join(dev, name), 195, int(name[6:]))
     caps = os.path.join(node.host_root, "proc", "driver", "nvidia", "capabilities")
     for base, _, files in os.walk(caps):
         if "access" in files:
             with open(os.path.join(base, "access")) as f:
                 minor = next(int(line.split(":")[1]) for line in f if line.startswith("DeviceFileMinor"))
-            _mknod(os.path.join(dev, "nvidia-caps", f"nvidia-cap{minor}"), majors.get("nvidia-caps", 234), minor)
-    _mknod(os.path.join(dev, "nvidia-caps-imex-channels", "channel0"), majors.get("nvidia-caps-imex-channels", 235), 0)
+            _mknod(os.path.join(dev, "nvidia-caps", f"nvidia-cap{minor}"), majors["nvidia-caps"], minor)
+    _mknod(os.path.join(dev, "nvidia-caps-imex-channels", "channel0"), majors["nvidia-caps-imex-channels"], 0)
 
 
 def _free_port():
@@ -209,7 +160,7 @@ def _wait_port(port, proc, timeout):
 
 
 class UpstreamPlugins:
-    """Upstream's plugins of `drivers` on `node` (a SimulatedNode made ready with make_node_upstream_ready):
+    """Upstream's plugins of `drivers` on `node` (a SimulatedNode built by upstream_node()):
     the node's API double (through pb2json-proxy), registrar, plugins and CDI directories, driver and host
     root. qps/burst: client-go's limits (None: upstream's defaults, 5 and 10)."""
 
@@ -218,7 +169,7 @@ class UpstreamPlugins:
         if self.dir is None:
             raise RuntimeError(skip_reason())
         if not getattr(node, "upstream_ready", False):
-            make_node_upstream_ready(node)
+            raise ValueError("UpstreamPlugins needs a node built by upstream_node() (device nodes in the driver root)")
         self.node, self.drivers, self.qps, self.burst = node, list(drivers), qps, burst
         self.gates = dict(DEFAULT_GATES, **(gates or {}))
         self.extra_args = dict(extra_args or {})

@@ -4,21 +4,17 @@ edits, and either side takes over the other's checkpoint and leaves no file behi
 NVDRA_UPSTREAM_DIR names the unpacked upstream binaries (shared/upstream/unpack DIR) and the test runs as
 root; skips with one line elsewhere.
 
-Deliberate differences (README "Side by side with upstream") are asserted as exactly that difference.
-Assertions on behaviour today's main does not have yet are separate methods marked expectedFailure,
-each naming the pending change, so that they flip to unexpected successes once it merges."""
+Deliberate differences (README "Side by side with upstream") are asserted as exactly that difference."""
 import sys
 import unittest
 
 from cdi_edits import claim_edits
-from gpu_node import CD, GPU, SimulatedNode, gpu_config
-from upstream_node import UpstreamPlugins, make_node_upstream_ready, skip_reason, upstream_dir
+from gpu_node import CD, GPU, gpu_config
+from upstream_node import UpstreamPlugins, skip_reason, upstream_dir, upstream_node
 
 PROFILES = ("dgx-a100", "hgx-h100", "gb200-nvl", "l4")
 NVDRA_GATES = "TimeSlicingSettings=true,MPSSupport=true,HostManagedIMEXDaemon=true"
 NVDRA_ARGS = ["--imex-mode=hostManaged", "--controller=false"]
-PENDING_CDI = "pending: branch cdi (upstream's CDI shape: claim-scoped ids only, no node-wide device=driver)"
-PENDING_SLICE_NAMES = "pending: branch health (ResourceSlice names as upstream's <index>-<driver>-<node>-)"
 
 
 def slices_of(node, driver):
@@ -38,9 +34,7 @@ def comparable(slices):
 
 
 def new_node(profile):
-    node = SimulatedNode(profile=profile, gates=NVDRA_GATES, args=list(NVDRA_ARGS))
-    make_node_upstream_ready(node)
-    return node
+    return upstream_node(profile, gates=NVDRA_GATES, args=list(NVDRA_ARGS))
 
 
 @unittest.skipUnless(upstream_dir(), skip_reason())
@@ -81,41 +75,22 @@ class SlicesPerProfile(unittest.TestCase):
                     names = [d["name"] for d in s["spec"]["devices"]]
                     self.assertEqual(names, sorted(names))
 
-    @unittest.expectedFailure  # pending: nvdra publishes no compute-domain slice under --imex-mode=hostManaged
     def test_compute_domain_slices_equal(self):
         for profile, (nvdra, upstream) in self.seen.items():
             with self.subTest(profile=profile):
                 self.assertTrue(upstream[CD])
                 self.assertEqual(comparable(nvdra[CD]), comparable(upstream[CD]))
 
-    @unittest.expectedFailure  # PENDING_SLICE_NAMES
     def test_slice_names_as_upstream(self):
         for profile, (nvdra, upstream) in self.seen.items():
-            for d in (GPU,):
+            for d in (GPU, CD):
                 with self.subTest(profile=profile, driver=d):
                     self.assertEqual(sorted(s["metadata"]["generateName"] for s in nvdra[d]),
                                      sorted(s["metadata"]["generateName"] for s in upstream[d]))
 
 
-DRIVER_ID = "k8s.gpu.nvidia.com/device=driver"  # nvdra's node-wide id, PENDING_CDI removes it
-
-
 def ids_of(answer):
     return [i for d in answer["devices"] for i in d["cdi_device_ids"]]
-
-
-def without_driver_id(answer):
-    return {"error": answer["error"], "devices": [dict(d, cdi_device_ids=[i for i in d["cdi_device_ids"] if i != DRIVER_ID])
-                                                  for d in answer["devices"]]}
-
-
-def masked(edits):
-    """Edits without the parts PENDING_CDI changes: NVIDIA_VISIBLE_DEVICES=void, the hooks' env, the
-    OpenCL ICD mount upstream does not make, the MIG capability nodes' host path."""
-    return {"env": edits["env"] - {"NVIDIA_VISIBLE_DEVICES=void"},
-            "deviceNodes": {p: h for p, h in edits["deviceNodes"].items() if not p.startswith("/dev/nvidia-caps/")},
-            "mounts": {p: m for p, m in edits["mounts"].items() if p != "/etc/OpenCL/vendors/nvidia.icd"},
-            "hooks": {h[:3] for h in edits["hooks"]}}
 
 
 @unittest.skipUnless(upstream_dir(), skip_reason())
@@ -161,31 +136,17 @@ class ClaimParity(unittest.TestCase):
                     self.assertEqual(self.answers[which, kind]["error"], "")
                     self.assertEqual(self.unprepared[which, kind], "")
 
-    def test_kubelet_answers_equal_apart_from_the_node_wide_id(self):
-        for kind in self.claims:
-            with self.subTest(kind=kind):
-                self.assertEqual(without_driver_id(self.answers["nvdra", kind]), self.answers["upstream", kind])
-
-    def test_cdi_edits_equal_apart_from_the_pending_cdi_parts(self):
-        for kind in self.claims:
-            with self.subTest(kind=kind):
-                nvdra, upstream = self.edits["nvdra", kind], self.edits["upstream", kind]
-                self.assertEqual(masked(nvdra), masked(upstream))
-
-    @unittest.expectedFailure  # PENDING_CDI
     def test_kubelet_answers_equal(self):
         for kind in self.claims:
             with self.subTest(kind=kind):
                 self.assertEqual(self.answers["nvdra", kind], self.answers["upstream", kind])
 
-    @unittest.expectedFailure  # PENDING_CDI: NVIDIA_VISIBLE_DEVICES=void, hook env, device nodes, mounts
     def test_cdi_edits_equal(self):
         for kind in self.claims:
             with self.subTest(kind=kind):
                 self.assertEqual({k: v for k, v in self.edits["nvdra", kind].items() if k != "files"},
                                  {k: v for k, v in self.edits["upstream", kind].items() if k != "files"})
 
-    @unittest.expectedFailure  # PENDING_CDI: the claim spec under upstream's file name
     def test_claim_spec_files_named_as_upstream(self):
         def claim_files(which):
             return sorted(f for f in self.files[which] if "claim_" in f)
@@ -194,14 +155,16 @@ class ClaimParity(unittest.TestCase):
 
 @unittest.skipUnless(upstream_dir(), skip_reason())
 class ImexChannelParity(unittest.TestCase):
-    """A host-managed IMEX channel claim (upstream: --imex-mode=hostManaged, gate HostManagedIMEXDaemon) on
-    dgx-a100, where upstream takes its no-clique path (on gb200-nvl it waits for the host's IMEX daemon
-    at --imex-host-socket-path, which the simulated node does not run)."""
+    """A host-managed IMEX channel claim (both sides: --imex-mode=hostManaged, gate HostManagedIMEXDaemon) on
+    dgx-a100, a node without an NVLink clique (on gb200-nvl upstream waits for the host's IMEX daemon at
+    --imex-host-socket-path, which the simulated node does not run). Deliberate difference: upstream
+    answers the channel with no CDI ids, so the container starts without IMEX; nvdra refuses the claim
+    permanently, naming the missing clique (no silent no-op)."""
 
     @classmethod
     def setUpClass(cls):
         cls.node = node = new_node("dgx-a100")
-        cls.answers = {}
+        cls.answers, cls.files = {}, {}
         try:
             domain = node.api.put_object({
                 "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
@@ -216,6 +179,7 @@ class ImexChannelParity(unittest.TestCase):
                 try:
                     cls.answers[which] = side.plugin(CD).prepare([claim])[claim.uid]
                     cls.answers[which, "unprepare"] = side.plugin(CD).unprepare([claim])[claim.uid]
+                    cls.files[which] = [f for f in node.cdi_files() if f.startswith("k8s." + CD)]
                 finally:
                     side.stop()
                     side.cleanup()
@@ -231,11 +195,25 @@ class ImexChannelParity(unittest.TestCase):
         self.assertEqual(self.answers["upstream"]["error"], "")
         self.assertEqual([d["device_name"] for d in self.answers["upstream"]["devices"]], ["channel-0"])
 
-    # pending: nvdra serves channel claims under upstream's --imex-mode=hostManaged (today only under
-    # its own HostManagedIMEX gate, through systemd's nvidia-imex.service)
-    @unittest.expectedFailure
-    def test_kubelet_answers_equal(self):
-        self.assertEqual(self.answers["nvdra"], self.answers["upstream"])
+    def test_upstream_answers_the_channel_without_cdi_ids(self):
+        self.assertEqual(self.answers["upstream"]["devices"][0]["cdi_device_ids"], [])
+
+    def test_nvdra_refuses_the_channel_naming_the_missing_clique(self):
+        answer = self.answers["nvdra"]
+        self.assertEqual(answer["devices"], [])
+        self.assertIn("host-managed IMEX requires an NVLink clique on this node; NVML reports none",
+                      answer["error"])
+        self.assertIn("permanent", answer["error"])
+
+    def test_both_unprepare_the_channel(self):
+        self.assertEqual((self.answers["nvdra", "unprepare"], self.answers["upstream", "unprepare"]), ("", ""))
+
+    def test_only_upstream_writes_a_compute_domain_base_spec(self):
+        # Deliberate: upstream writes it for its IMEX daemon claims, which hostManaged refuses; no answer
+        # of either side names it, and nvdra writes no spec that no claim uses.
+        self.assertEqual(self.files["nvdra"], [])
+        self.assertEqual(self.files["upstream"], ["k8s." + CD + "-device_base.yaml"])
+
 
 class Side:
     """One implementation's GPU and compute-domain plugins on the node, started and stopped alike."""
@@ -294,20 +272,15 @@ class CheckpointTakeOver(unittest.TestCase):
         self.assertEqual(self.node.checkpoint(GPU), {})
         return [f for f in self.node.cdi_files() if "claim_" in f]
 
-    def test_upstream_takes_over_from_nvdra(self):
-        self.hand_over("nvdra", "upstream")
+    def test_upstream_takes_over_from_nvdra_and_no_claim_file_is_left(self):
+        self.assertEqual(self.hand_over("nvdra", "upstream"), [])
 
     def test_nvdra_takes_over_from_upstream(self):
         self.assertEqual(self.hand_over("upstream", "nvdra"), [])
 
-    @unittest.expectedFailure  # PENDING_CDI: nvdra's claim spec under upstream's name, which upstream removes
-    def test_upstream_takes_over_from_nvdra_and_no_claim_file_is_left(self):
-        self.assertEqual(self.hand_over("nvdra", "upstream"), [])
-
-    @unittest.expectedFailure  # PENDING_CDI: no node-wide spec that upstream does not know
     def test_no_nvdra_node_wide_spec_left_after_rollback(self):
         self.hand_over("nvdra", "upstream")
-        self.assertEqual([f for f in self.node.cdi_files() if f.startswith("k8s.gpu.nvidia.com-device")], [])
+        self.assertEqual([f for f in self.node.cdi_files() if f.startswith("k8s." + GPU + "-device")], [])
 
 
 if __name__ == "__main__":
