@@ -19,7 +19,6 @@ import argparse
 import concurrent.futures
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -31,6 +30,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(TOP, "test", "lib"))
+from gpu_claims import fsyncs_during  # noqa: E402  (the same strace count as the nvdra-only bench)
 EQUAL = 1000  # QPS and burst for every client in the equal-limits phases
 NVDRA_GATES = "TimeSlicingSettings=true,MPSSupport=true,HostManagedIMEXDaemon=true"
 
@@ -279,24 +279,8 @@ def durable_write_us(directory, n):
 
 def fsyncs_per_cycle(pid, fn, cycles):
     """fsync-family calls per prepare + unprepare while fn() runs `cycles` of them (strace; None without)."""
-    if not shutil.which("strace"):
-        fn()
-        return None
-    out_file = f"/tmp/nvdra-versus-strace-{pid}.txt"
-    tracer = subprocess.Popen(["strace", "-f", "-c", "-e", "trace=fsync,fdatasync,syncfs,sync_file_range",
-                               "-o", out_file, "-p", str(pid)], stderr=subprocess.DEVNULL)
-    time.sleep(0.5)  # strace attaches to every thread; a bench, not a test
-    fn()
-    tracer.terminate()
-    tracer.wait()
-    total = 0
-    with open(out_file) as f:
-        for line in f:
-            m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(fsync|fdatasync|syncfs|sync_file_range)$", line)
-            if m:
-                total += int(m.group(1))
-    os.unlink(out_file)
-    return round(total / cycles, 2)
+    total, _ = fsyncs_during(pid, fn)
+    return None if total is None else round(total / cycles, 2)
 
 
 def stripped_size(path):
