@@ -39,6 +39,11 @@ def ms(v):
     return round(v * 1000, 3)
 
 
+def pct_ms(values, p):
+    """The p-th percentile of values in seconds, in milliseconds to two places."""
+    return round(pct(values, p) * 1000, 2)
+
+
 def timed(fn):
     t = time.perf_counter()
     out = fn()

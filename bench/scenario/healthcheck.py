@@ -14,11 +14,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(TOP, "test", "lib"))
-
-
-def pct(values, p):
-    s = sorted(values)
-    return round(s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))] * 1000, 2)
+from gpu_claims import pct_ms as pct  # noqa: E402  (one percentile rule for every bench)
 
 
 def main():

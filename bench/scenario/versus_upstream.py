@@ -30,14 +30,9 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(TOP, "test", "lib"))
-from gpu_claims import fsyncs_during  # noqa: E402  (the same strace count as the nvdra-only bench)
+from gpu_claims import fsyncs_during, pct  # noqa: E402  (the same strace count and percentiles as the nvdra-only bench)
 EQUAL = 1000  # QPS and burst for every client in the equal-limits phases
 NVDRA_GATES = "TimeSlicingSettings=true,MPSSupport=true,HostManagedIMEXDaemon=true"
-
-
-def pct(values, p):
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
 
 
 def mem_kb(pid, field, path="status"):
