@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "agent/base/crash_point.hpp"
 #include "cdi/unique_fd.hpp"
 
 namespace nvdra::cdi {
@@ -101,6 +102,7 @@ Status FileSpecStore::apply(std::span<const SpecChange> changes) {
     if (!one_flush && !in_memory_ && fsync_retry(st.fd.get()) != 0)
       return discard(io_error("cannot fsync", st.temp_path, errno));
     step(WriteStep::kFileSynced, changes[i].file_name);
+    crash_point("cdi.write.after-temp-write");  // the spec whole on disk, under its temp name
     if (::close(st.fd.release()) != 0) return discard(io_error("cannot close", st.temp_path, errno));
   }
   for (size_t i = 0; i < changes.size(); ++i) {
@@ -113,6 +115,7 @@ Status FileSpecStore::apply(std::span<const SpecChange> changes) {
     } else {
       staged[i].temp_path.clear();
       step(WriteStep::kRenamed, changes[i].file_name);
+      crash_point("cdi.write.after-rename");  // in place, the directory not yet synced
     }
     if (!s) {
       if (i > 0) (void)sync_dir();  // the changes before the failure stay applied: make them durable too

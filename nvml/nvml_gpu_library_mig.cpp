@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/base/crash_point.hpp"
 #include "nvml/nvml_gpu_library.hpp"
 #include "nvml/upstream_names.hpp"
 
@@ -194,6 +195,7 @@ Result<MigDeviceInfo> NvmlGpuLibrary::create_mig_device(const std::string& uuid,
   nvmlGpuInstance_t gi = nullptr;
   nvmlReturn_t rc = s_.nvmlDeviceCreateGpuInstanceWithPlacement(*dev, req.gi_profile_id, &placement, &gi);
   if (rc != NVML_SUCCESS) return error("nvmlDeviceCreateGpuInstanceWithPlacement", rc, subject);
+  crash_point("mig-dynamic.prepare.after-gi-create");  // a GPU instance without its compute instance
   nvmlComputeInstanceProfileInfo_t ci_prof{};
   nvmlComputeInstance_t ci = nullptr;
   const char* failed = "nvmlGpuInstanceGetComputeInstanceProfileInfo";
@@ -206,6 +208,7 @@ Result<MigDeviceInfo> NvmlGpuLibrary::create_mig_device(const std::string& uuid,
     s_.nvmlGpuInstanceDestroy(gi);  // leave no GPU instance without its compute instance
     return error(failed, rc, subject);
   }
+  crash_point("mig-dynamic.prepare.after-ci-create");  // the MIG device exists, no checkpoint names its ids
   nvmlComputeInstanceInfo_t ci_info{};
   if ((rc = s_.nvmlComputeInstanceGetInfo_v2(ci, &ci_info)) != NVML_SUCCESS)
     return error("nvmlComputeInstanceGetInfo_v2", rc, subject);
@@ -232,11 +235,13 @@ Status NvmlGpuLibrary::destroy_mig_device(const std::string& uuid, unsigned gi_i
   if (rc == NVML_SUCCESS) {
     rc = s_.nvmlComputeInstanceDestroy(ci);
     if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_FOUND) return error("nvmlComputeInstanceDestroy", rc, subject);
+    crash_point("mig-dynamic.unprepare.after-ci-destroy");  // a bare GPU instance
   } else if (rc != NVML_ERROR_NOT_FOUND) {
     return error("nvmlGpuInstanceGetComputeInstanceById", rc, subject);
   }
   rc = s_.nvmlGpuInstanceDestroy(gi);
   if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_FOUND) return error("nvmlGpuInstanceDestroy", rc, subject);
+  crash_point("mig-dynamic.unprepare.after-gi-destroy");  // gone; MIG mode (Hopper) not yet off
   return {};
 }
 

@@ -27,4 +27,17 @@ inline void crash_point(std::string_view name) {
   ::_exit(137);                 // not reached; keeps the compiler sure this path ends
 }
 
+// "<area>.<step>" where the area is only known at run time (the kind of claim): compared in
+// place, so the unarmed case still builds no string.
+inline void crash_point(std::string_view area, std::string_view step) {
+  const char* armed = detail::crash_point_armed();
+  if (armed == nullptr) return;
+  const std::string_view a(armed);
+  if (a.size() != area.size() + 1 + step.size() || !a.starts_with(area) || a[area.size()] != '.' ||
+      !a.ends_with(step))
+    return;
+  ::kill(::getpid(), SIGKILL);
+  ::_exit(137);
+}
+
 }  // namespace nvdra

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "agent/base/crash_point.hpp"
+
 namespace nvdra::claims {
 namespace {
 
@@ -152,7 +154,9 @@ Status FileCheckpointStore::save_bytes(const std::string& bytes) {
   if (auto s = write_all(fd.get(), bytes, temp); !s) return fail(s.error());
   if (auto s = fsync_fd(fd.get(), temp); !s) return fail(s.error());
   if (::close(fd.release()) != 0) return fail(io_error("cannot close", temp, errno));
+  crash_point("checkpoint.after-temp-write");  // the new content whole on disk, under its temp name
   if (::rename(temp.c_str(), path_.c_str()) != 0) return fail(io_error("cannot rename onto", path_, errno));
+  crash_point("checkpoint.after-rename");  // the new content in place, its caller not yet told
   // No directory fsync: see the header for why the rename need not outlive a power loss.
   saves_.fetch_add(1, std::memory_order_relaxed);
   options_.metrics->checkpoint_save(options_.driver);

@@ -1,5 +1,6 @@
 #include "agent/claims/dynamic_mig.hpp"
 
+#include "agent/base/crash_point.hpp"
 #include "agent/base/log.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "nvml/upstream_names.hpp"
@@ -22,6 +23,7 @@ boost::asio::awaitable<Result<nvml::MigDeviceInfo>> DynamicMig::create(const Inv
       if (!change->active)
         return make_error(ErrorCode::kUnavailable, "MIG mode on GPU " + d.parent_uuid + " is pending (" + change->detail +
                                                        "); cannot create " + d.name);
+      crash_point("mig-dynamic.prepare.after-mig-mode-on");  // Hopper: MIG mode on, no instance yet
     }
     auto created = library_.create_mig_device(d.parent_uuid, d.mig_request);
     if (!created) {

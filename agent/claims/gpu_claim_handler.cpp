@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "agent/base/crash_point.hpp"
 #include "agent/base/log.hpp"
 #include "agent/base/step_clock.hpp"
 #include "agent/claims/device_exclusivity.hpp"
@@ -30,6 +31,18 @@ Error for_claim(Error e, const kubelet::ClaimRef& claim) {
 Error claim_error(ErrorCode code, std::string message, const kubelet::ClaimRef& claim) {
   return for_claim(make_error(code, std::move(message)), claim);
 }
+
+// The area of a claim's crash points (test/process/crash_points.txt): its kind, the most involved
+// one when its groups differ. MPS claims carry their manager: its daemons survive a crash differently.
+struct ClaimKind {
+  bool dynamic_mig = false, mps = false, time_sliced = false, mig = false;
+  std::string_view area(const MpsControl& mps_control) const {
+    if (dynamic_mig) return "mig-dynamic";
+    if (mps) return std::string_view(mps_control.kind()) == "systemd" ? "mps-systemd" : "mps-process";
+    if (time_sliced) return "timeslice";
+    return mig ? "mig-static" : "gpu";
+  }
+};
 
 }  // namespace
 
@@ -142,9 +155,18 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
   if (auto free = check_device_exclusivity(committer_.current(), claim.uid, allocation->results, kGpuDriverName); !free)
     co_return for_claim(free.error(), claim);
 
+  ClaimKind kind;
+  for (const auto& g : *groups) {
+    kind.mps |= g.plan.kind == SharingKind::kMps;
+    kind.time_sliced |= g.plan.kind == SharingKind::kTimeSlicing && !g.gpu_uuids.empty();
+    for (const auto* d : g.devices) kind.dynamic_mig |= d->dynamic, kind.mig |= d->type == DeviceType::kMig;
+  }
+  const std::string_view area = kind.area(mps_);
+
   CheckpointedClaim entry{ClaimState::kPrepareStarted, encode_claim_status(*allocation), {}, claim.name,
                           claim.namespace_name, {}};
   if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return for_claim(st.error(), claim);
+  crash_point(area, "prepare.after-started");
   clock.step("started");
 
   // Side effects. On failure the claim is rolled back at once, so the node keeps no half-prepared
@@ -167,6 +189,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
       const auto& group = (*groups)[g];
       if (group.plan.kind == SharingKind::kTimeSlicing && !group.gpu_uuids.empty()) {
         if (auto st = smi_.set_time_slice(group.gpu_uuids, group.plan.time_slice); !st) return st;
+        crash_point(area, "prepare.after-timeslice-set");
         prepared[g].time_slice_applied = true;
       }
       std::optional<MpsDaemon> daemon;
@@ -174,8 +197,10 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
         daemon = mps_daemon(mps_daemon_id(claim.uid, group.uuids), group.uuids, group.plan.mps);
         if (!group.gpu_uuids.empty())
           if (auto st = smi_.set_compute_mode(group.gpu_uuids, "EXCLUSIVE_PROCESS"); !st) return st;
+        crash_point(area, "prepare.after-compute-mode");
         prepared[g].mps_daemon_id = daemon->id;
         if (auto st = mps_.start(*daemon); !st) return st;
+        crash_point(area, "prepare.after-daemon-limits");
       }
       for (const auto* d : group.devices) {
         cdi::ContainerEdits e;
@@ -201,6 +226,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
     auto spec = cdi::build_claim_spec(cdi::kGpuVendor, claim.uid, edits, options_.common_edits);
     if (!spec) return spec.error();
     if (auto st = specs_.write(*spec); !st) return st;
+    crash_point(area, "prepare.after-cdi-write");
     // The ids of the devices, in the order the groups listed them: one claim-scoped id each, as upstream.
     std::size_t next = 0;
     for (std::size_t g = 0; g < groups->size(); ++g)
@@ -226,6 +252,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
   entry.state = ClaimState::kPrepareCompleted;
   entry.prepared_devices = encode_prepared_groups(prepared);
   if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return for_claim(st.error(), claim);
+  crash_point(area, "prepare.after-completed");  // durable, kubelet not yet answered
   clock.step("completed");
   // describe() formats strings: only when the line will be written, not on every prepare.
   if (auto log = nvdra::logger("claims"); log->should_log(spdlog::level::debug))
@@ -308,16 +335,27 @@ std::vector<std::string> GpuClaimHandler::time_sliced_elsewhere(const std::strin
 }
 
 boost::asio::awaitable<Status> GpuClaimHandler::undo_claim(kubelet::ClaimRef claim, std::vector<UndoGroup> groups) {
+  ClaimKind kind;
+  for (const auto& g : groups) {
+    kind.dynamic_mig |= !g.migs.empty();
+    kind.mps |= !g.mps_daemon_id.empty();
+    kind.time_sliced |= g.time_sliced && !g.gpu_uuids.empty();
+    kind.mig |= g.uuids.size() > g.gpu_uuids.size();
+  }
+  const std::string_view area = kind.area(mps_);
   // MIG devices first (upstream order); a busy one fails the unprepare, the entry stays and kubelet retries.
   if (auto st = co_await destroy_migs(claim, groups); !st) co_return for_claim(st.error(), claim);
+  if (kind.dynamic_mig) crash_point(area, "unprepare.after-mig-destroy");
   // The default time slice comes back only when no other prepared claim still time-slices the GPU.
   std::vector<std::string> keep = time_sliced_elsewhere(claim.uid);
   Status st = co_await pool_.run([&]() -> Status {
     for (const auto& g : groups) {
       if (!g.mps_daemon_id.empty()) {
         if (auto s = mps_.stop(mps_daemon(g.mps_daemon_id, g.uuids, g.mps)); !s) return s;
+        crash_point(area, "unprepare.after-daemon-stop");
         if (!g.gpu_uuids.empty())
           if (auto s = smi_.set_compute_mode(g.gpu_uuids, "DEFAULT"); !s) return s;
+        crash_point(area, "unprepare.after-compute-mode");
       }
       if (g.time_sliced) {
         std::vector<std::string> reset;
@@ -325,13 +363,16 @@ boost::asio::awaitable<Status> GpuClaimHandler::undo_claim(kubelet::ClaimRef cla
           if (std::find(keep.begin(), keep.end(), u) == keep.end()) reset.push_back(u);
         if (!reset.empty())
           if (auto s = smi_.set_time_slice(reset, kDefaultTimeSlice); !s) return s;
+        crash_point(area, "unprepare.after-timeslice-reset");
       }
     }
     return specs_.remove_claim(cdi::kGpuVendor, claim.uid);
   });
   if (!st) co_return for_claim(st.error(), claim);
+  crash_point(area, "unprepare.after-cdi-remove");
   if (auto c = co_await committer_.commit({ClaimUpdate{claim.uid, std::nullopt}}); !c)
     co_return for_claim(c.error(), claim);
+  crash_point(area, "unprepare.after-erase");  // durable, kubelet not yet answered
   co_return Status{};
 }
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "agent/base/crash_point.hpp"
 #include "agent/claims/helper_program.hpp"
 
 namespace nvdra::claims {
@@ -80,6 +81,7 @@ Status ProcessMpsControl::start(const MpsDaemon& daemon) {
   HelperProgram start{{*control}, mps_daemon_env(daemon), {}};
   for (auto& flag : mps_daemon_flags(daemon)) start.argv.push_back(std::move(flag));
   if (auto st = run_helper_program(start); !st) return st;
+  crash_point("mps-process.prepare.after-daemon-start");  // running, its limits not yet set
   return apply_mps_limits(*control, daemon);
 }
 

@@ -52,6 +52,8 @@ class MpsControl {
   virtual ~MpsControl() = default;
   virtual Status start(const MpsDaemon& daemon) = 0;
   virtual Status stop(const MpsDaemon& daemon) = 0;
+  // "process" or "systemd": names the crash points of MPS claims ("mps-<kind>.<step>").
+  virtual const char* kind() const = 0;
 };
 
 class ProcessMpsControl final : public MpsControl {
@@ -62,6 +64,7 @@ class ProcessMpsControl final : public MpsControl {
   Status start(const MpsDaemon& daemon) override;
   // `quit` over the control pipe (when the pipe directory exists), then removes root_dir.
   Status stop(const MpsDaemon& daemon) override;
+  const char* kind() const override { return "process"; }
 
  private:
   std::string driver_root_;

@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 
+#include "agent/base/crash_point.hpp"
 #include "agent/systemd_bus/bus_message.hpp"
 #include "agent/systemd_bus/systemd1_names.hpp"
 
@@ -219,6 +220,7 @@ Status SystemdMpsControl::start(const MpsDaemon& daemon) {
   if (*result != "done")
     return make_error(ErrorCode::kUnavailable, "MPS unit " + unit + " did not start: job result \"" + *result +
                                                    "\" (see journalctl -u " + unit + " and " + daemon.log_dir() + ")");
+  crash_point("mps-systemd.prepare.after-daemon-start");  // the unit runs, its limits not yet set
   return apply_mps_limits(*control, daemon);
 }
 

@@ -38,6 +38,7 @@ class SystemdMpsControl final : public MpsControl {
   // StopUnit and waits for the job (a unit systemd does not know is already stopped), then
   // removes root_dir.
   Status stop(const MpsDaemon& daemon) override;
+  const char* kind() const override { return "systemd"; }
 
  private:
   std::string driver_root_;

@@ -6,6 +6,7 @@
 
 #include <optional>
 
+#include "agent/base/crash_point.hpp"
 #include "agent/base/log.hpp"
 #include "agent/claims/config_resolver.hpp"
 #include "agent/claims/prepared_claim.hpp"
@@ -200,6 +201,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> ComputeDoma
   CheckpointedClaim entry{ClaimState::kPrepareStarted, claims::encode_claim_status(recorded), {}, claim.name,
                           claim.namespace_name, {}};
   if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return for_claim(st.error(), claim);
+  crash_point("imex.prepare.after-started");
 
   const auto& result = allocation->devices[0];
   auto built = co_await pool_.run([&]() -> Result<cdi::BuiltSpec> {
@@ -208,6 +210,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> ComputeDoma
     auto spec = cdi::build_claim_spec(cdi::kComputeDomainVendor, claim.uid, {std::move(edits)});
     if (!spec) return spec.error();
     if (auto st = specs_.write(*spec); !st) return st.error();
+    crash_point("imex.prepare.after-cdi-write");
     return spec;
   });
   if (!built) {
@@ -219,6 +222,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> ComputeDoma
   entry.state = ClaimState::kPrepareCompleted;
   entry.prepared_devices = encode_groups(device, result.request, config->domain_id);
   if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return for_claim(st.error(), claim);
+  crash_point("imex.prepare.after-completed");  // durable, kubelet not yet answered
   nvdra::logger("compute-domain")
       ->info("claim={} prepared device=channel-0 domain={} cdi={}", claim.describe(), config->domain_id,
              device.cdi_device_ids.empty() ? "" : device.cdi_device_ids[0]);
@@ -268,8 +272,10 @@ boost::asio::awaitable<Status> ComputeDomainClaimHandler::find_domain(const std:
 boost::asio::awaitable<Status> ComputeDomainClaimHandler::forget(const kubelet::ClaimRef& claim) {
   Status st = co_await pool_.run([&] { return specs_.remove_claim(cdi::kComputeDomainVendor, claim.uid); });
   if (!st) co_return for_claim(st.error(), claim);
+  crash_point("imex.unprepare.after-cdi-remove");
   if (committer_.current().claims.count(claim.uid) == 0) co_return Status{};
   if (auto c = co_await committer_.commit({ClaimUpdate{claim.uid, std::nullopt}}); !c) co_return for_claim(c.error(), claim);
+  crash_point("imex.unprepare.after-erase");  // durable, kubelet not yet answered
   co_return Status{};
 }
 

@@ -59,6 +59,7 @@ class FakeMpsControl final : public MpsControl {
     running.erase(d.id);
     return {};
   }
+  const char* kind() const override { return "fake"; }
   std::mutex mu;
   std::vector<MpsDaemon> started;
   std::vector<std::string> stopped;
