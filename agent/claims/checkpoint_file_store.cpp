@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 
 #include "agent/base/crash_point.hpp"
@@ -70,6 +71,16 @@ Result<std::optional<std::string>> read_file(const std::string& path) {
   return std::optional<std::string>(std::move(out));
 }
 
+// "20261124T161900Z": sorts by time, no characters a shell or a glob would trip on.
+std::string utc_stamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
 std::string hex32(uint32_t v) {
   char buf[9];
   std::snprintf(buf, sizeof buf, "%08x", v);
@@ -108,12 +119,42 @@ FileCheckpointStore::FileCheckpointStore(FileCheckpointStoreOptions options, int
 
 FileCheckpointStore::~FileCheckpointStore() { ::close(lock_fd_); }
 
+std::string FileCheckpointStore::aside_path(std::string_view why) const {
+  const std::string base = path_ + "." + std::string(why) + "-" + utc_stamp();
+  std::string out = base;
+  std::error_code ec;
+  for (int n = 1; fs::exists(out, ec) || fs::is_symlink(out, ec); ++n) out = base + "-" + std::to_string(n);
+  return out;
+}
+
+Status FileCheckpointStore::sync_dir() {
+  Fd dir(::open(options_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return io_error("cannot open", options_.dir, errno);
+  return fsync_fd(dir.get(), options_.dir);
+}
+
+Result<std::string> FileCheckpointStore::keep_copy(std::string_view why) {
+  const std::string aside = aside_path(why);
+  if (::link(path_.c_str(), aside.c_str()) != 0) return io_error("cannot keep a copy of the checkpoint at", aside, errno);
+  if (auto s = sync_dir(); !s) return s.error();
+  return aside;
+}
+
 Result<LoadedCheckpoint> FileCheckpointStore::load() {
   auto bytes = read_file(path_);
-  if (!bytes) return std::move(bytes).error();
+  if (!bytes) {
+    // There but unreadable (EISDIR, EIO, a mode root cannot pass on some file systems).
+    if (options_.on_corrupt == CorruptCheckpointPolicy::kRefuse) return std::move(bytes).error();
+    Error err = std::move(bytes).error();
+    const std::string aside = aside_path("unreadable");
+    if (::rename(path_.c_str(), aside.c_str()) != 0)
+      return Error{err.code, err.message + "; cannot move it aside to " + aside + ": " + std::strerror(errno), {}, path_};
+    if (auto s = sync_dir(); !s) return s.error();
+    return LoadedCheckpoint{std::nullopt, aside, err.message};
+  }
   if (!*bytes) return LoadedCheckpoint{};
   auto cp = decode_checkpoint(**bytes, path_);
-  if (cp) return LoadedCheckpoint{std::move(*cp), {}};
+  if (cp) return LoadedCheckpoint{std::move(*cp), {}, {}};
   // Keep the evidence under a name that repeats for the same bytes, so restarts don't pile copies up.
   const std::string aside = path_ + ".corrupt-" + hex32(go_checksum(**bytes));
   Error err = std::move(cp).error();
@@ -123,11 +164,10 @@ Result<LoadedCheckpoint> FileCheckpointStore::load() {
     err.message += "; a copy is kept at " + aside + "; move the file away to start with no prepared claims";
     return err;
   }
-  if (::rename(path_.c_str(), aside.c_str()) != 0) return io_error("cannot move corrupt checkpoint aside to", aside, errno);
-  Fd dir(::open(options_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) return io_error("cannot open", options_.dir, errno);
-  if (auto s = fsync_fd(dir.get(), options_.dir); !s) return s.error();
-  return LoadedCheckpoint{std::nullopt, aside};
+  const std::string moved = aside_path(err.field == "version" ? "unknown-version" : "corrupt");
+  if (::rename(path_.c_str(), moved.c_str()) != 0) return io_error("cannot move the bad checkpoint aside to", moved, errno);
+  if (auto s = sync_dir(); !s) return s.error();
+  return LoadedCheckpoint{std::nullopt, moved, err.message};
 }
 
 Status FileCheckpointStore::save(const Checkpoint& checkpoint) { return save_bytes(encode_checkpoint(checkpoint)); }

@@ -27,11 +27,15 @@
 
 namespace nvdra::claims {
 
-// What load() does with a file that fails to parse or verify. Both keep the bad bytes in
-// "<file>.corrupt-<fnv32 of the bytes>".
+// What load() does with a file that fails to parse or verify (or, kStartEmpty only, cannot be read).
 enum class CorruptCheckpointPolicy {
-  kRefuse,      // load() fails and the file stays (upstream: the plugin crash-loops until fixed)
-  kStartEmpty,  // the file is moved aside and load() reports no checkpoint
+  // load() fails and the file stays, a copy kept in "<file>.corrupt-<fnv32 of the bytes>"
+  // (upstream: the plugin crash-loops until someone fixes it).
+  kRefuse,
+  // The file is renamed "<file>.<why>-<UTC time, 20261124T161900Z>" (why: corrupt, unknown-version
+  // or unreadable) and load() reports no checkpoint, with moved_aside and problem set: the agent
+  // keeps serving and rebuilds what it can.
+  kStartEmpty,
 };
 
 struct FileCheckpointStoreOptions {
@@ -58,9 +62,15 @@ class FileCheckpointStore final : public CheckpointStore {
   // Writes bytes exactly as given (atomically, durably): for tests and upgrade tooling.
   Status save_bytes(const std::string& bytes);
 
+  // Keeps the current file's content under "<file>.<why>-<UTC time>" (a hard link: the next save
+  // replaces the file, not the copy); returns that path. For a checkpoint of another boot.
+  Result<std::string> keep_copy(std::string_view why);
+
  private:
   FileCheckpointStore(FileCheckpointStoreOptions options, int lock_fd);
   Status fsync_fd(int fd, const std::string& what);
+  std::string aside_path(std::string_view why) const;
+  Status sync_dir();
 
   FileCheckpointStoreOptions options_;
   std::string path_;

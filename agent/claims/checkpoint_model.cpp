@@ -206,6 +206,13 @@ Result<Checkpoint> decode_checkpoint(std::string_view bytes, const std::string& 
   if (ec) return corrupt(path, "not valid JSON (" + ec.message() + "; " + std::to_string(bytes.size()) + " bytes)");
   if (!root.is_object()) return corrupt(path, "the top level is not an object");
   auto& top = root.get_object();
+  // A key of a newer format: its writer may keep there what v1/v2 no longer say (field "version").
+  for (const auto& [key, value] : top)
+    if (key != "checksum" && key != "v1" && key != "v2")
+      return Error{ErrorCode::kFailedPrecondition,
+                   "checkpoint " + path + " is of an unknown version: top-level key \"" + std::string(key) +
+                       "\" (this agent reads checksum, v1 and v2)",
+                   {}, "version"};
   auto top_sum = stored_checksum(top, path, "the file");
   if (!top_sum) return std::move(top_sum).error();
   const json::value v1 = top.contains("v1") ? top.at("v1") : json::value(json::object());

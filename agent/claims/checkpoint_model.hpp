@@ -47,7 +47,8 @@ struct Checkpoint {
 std::string encode_checkpoint(const Checkpoint& checkpoint);
 
 // Parses and verifies a file's bytes. A parse error, a missing or wrong checksum, or an unknown
-// claim state is kFailedPrecondition naming `path` (for messages only). Reads v2 when present,
+// claim state is kFailedPrecondition naming `path` (for messages only); so is a top-level key
+// other than checksum, v1 and v2 (a newer writer's format), with field "version". Reads v2 when present,
 // else converts v1 (every claim PrepareCompleted, without name/namespace).
 Result<Checkpoint> decode_checkpoint(std::string_view bytes, const std::string& path);
 

@@ -26,7 +26,8 @@ struct CheckpointStats {
 
 struct LoadedCheckpoint {
   std::optional<Checkpoint> checkpoint;  // nullopt: there was none
-  std::string moved_aside;               // set when a corrupt file was moved aside (policy kStartEmpty)
+  std::string moved_aside;               // set when a bad file was moved aside (policy kStartEmpty)
+  std::string problem;                   // then: what was wrong with it (the load error's sentence)
 };
 
 class CheckpointStore {

@@ -13,14 +13,6 @@
 
 namespace nvdra::claims {
 
-struct GpuClaimHandler::PlannedGroup {
-  std::vector<const InventoryDevice*> devices;
-  std::vector<std::size_t> results;  // into ClaimAllocation::results, parallel to devices
-  SharingPlan plan;
-  std::vector<std::string> uuids;      // all, sorted
-  std::vector<std::string> gpu_uuids;  // full GPUs, sorted
-};
-
 namespace {
 
 Error for_claim(Error e, const kubelet::ClaimRef& claim) {

@@ -24,6 +24,7 @@
 #include "agent/claims/gpu_inventory.hpp"
 #include "agent/claims/helper_program_mps.hpp"
 #include "agent/claims/prepared_claim.hpp"
+#include "agent/claims/sharing_plan.hpp"
 #include "agent/claims/time_slicing.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "cdi/device_edits.hpp"
@@ -79,6 +80,12 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   // this driver's vendor that no checkpoint entry owns.
   boost::asio::awaitable<RecoveryReport> recover(ClaimExists exists);
 
+  // Start-up after a corrupt checkpoint was moved aside, before recover(): records `claim`, whose
+  // CDI spec is on the node and whose allocation the API has, as PrepareCompleted with what its
+  // prepare made (devices, CDI ids, time slice, MPS daemon id, DynamicMIG ids read from NVML),
+  // without redoing any of it, so its containers keep running and its unprepare undoes it all.
+  boost::asio::awaitable<Status> adopt(kubelet::ClaimRef claim);
+
  private:
   // A DynamicMIG device to destroy: by its ids when the checkpoint has them, else by its name.
   struct MigUndo {
@@ -94,7 +101,13 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
     MpsPlan mps;
     std::vector<MigUndo> migs;  // DynamicMIG devices to destroy
   };
-  struct PlannedGroup;
+  struct PlannedGroup {
+    std::vector<const InventoryDevice*> devices;
+    std::vector<std::size_t> results;  // into ClaimAllocation::results, parallel to devices
+    SharingPlan plan;
+    std::vector<std::string> uuids;      // all, sorted
+    std::vector<std::string> gpu_uuids;  // full GPUs, sorted
+  };
 
   Result<std::vector<PlannedGroup>> plan_claim(ClaimAllocation& allocation, const kubelet::ClaimRef& claim) const;
   boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare_new(kubelet::ClaimRef claim);

@@ -14,8 +14,8 @@ namespace nvdra::drivers {
 
 namespace {
 
-// Blocking: flock, read, fsync.
-Result<DriverCheckpoint> open_once(const claims::FileCheckpointStoreOptions& options) {
+// Blocking: flock, read, fsync. `replaced`: what to tell the operator about a file not used as is.
+Result<DriverCheckpoint> open_once(const claims::FileCheckpointStoreOptions& options, std::string& replaced) {
   DriverCheckpoint out;
   auto store = claims::FileCheckpointStore::open(options);
   if (!store) return store.error();
@@ -23,7 +23,22 @@ Result<DriverCheckpoint> open_once(const claims::FileCheckpointStoreOptions& opt
   if (!loaded) return loaded.error();
   auto boot_id = claims::read_boot_id();
   if (!boot_id) return boot_id.error();
+  out.moved_aside = loaded->moved_aside;
+  out.problem = loaded->problem;
+  if (!out.moved_aside.empty())
+    replaced = out.problem + "; moved aside to " + out.moved_aside + "; starting with an empty checkpoint";
+  const std::size_t claims_before = loaded->checkpoint ? loaded->checkpoint->claims.size() : 0;
+  const std::string old_boot = loaded->checkpoint ? loaded->checkpoint->node_boot_id : "";
   out.startup = claims::reconcile_boot_id(std::move(loaded->checkpoint), *boot_id);
+  // A reboot forgets every claim (upstream's rule: nothing they made outlived it); those it held
+  // stay readable in a copy.
+  if (out.startup.check == claims::BootCheck::kNewBoot && claims_before > 0) {
+    auto copy = (*store)->keep_copy("other-boot");
+    if (!copy) return copy.error();
+    replaced = "checkpoint " + (*store)->location() + " is of another boot (" + old_boot + ", now " + *boot_id +
+               "): its " + std::to_string(claims_before) + " prepared claim(s) are forgotten, as upstream does; "
+               "a copy is kept at " + *copy;
+  }
   if (out.startup.needs_save)
     if (auto saved = (*store)->save(out.startup.checkpoint); !saved) return saved.error();
   out.store = std::move(*store);
@@ -37,9 +52,17 @@ boost::asio::awaitable<Result<DriverCheckpoint>> open_driver_checkpoint(RunConte
   claims::FileCheckpointStoreOptions options{dir};
   options.metrics = &ctx.metrics;
   options.driver = driver;
+  // Never a crash loop over a bad file (upstream's fate): keep it aside, start empty, rebuild.
+  options.on_corrupt = claims::CorruptCheckpointPolicy::kStartEmpty;
   bool said = false;
   for (;;) {
-    auto opened = co_await ctx.workers.run([&options] { return open_once(options); });
+    std::string replaced;
+    auto opened = co_await ctx.workers.run([&options, &replaced] { return open_once(options, replaced); });
+    if (opened && !replaced.empty()) {
+      nvdra::logger(driver)->warn("driver={} {}", driver, replaced);
+      warn_about_node(events, ctx.options.node_name, kReasonCheckpointReplaced, kActionLoadCheckpoint,
+                      "driver " + driver + ": " + replaced);
+    }
     if (opened) co_return opened;
     if (!claims::FileCheckpointStore::is_lock_held(opened.error())) {
       warn_about_node(events, ctx.options.node_name, kReasonCheckpointUnreadable, kActionLoadCheckpoint,

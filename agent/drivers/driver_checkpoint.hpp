@@ -23,10 +23,17 @@ namespace nvdra::drivers {
 struct DriverCheckpoint {
   std::unique_ptr<claims::FileCheckpointStore> store;
   claims::StartupCheckpoint startup;
+  // A checkpoint that was corrupt, of an unknown version or unreadable: where it went and why. The
+  // driver starts from an empty one and rebuilds what it can (the GPU driver: rebuild_from_specs).
+  std::string moved_aside;
+  std::string problem;
 };
 
-// A checkpoint that cannot be opened or read (not a held lock) is also reported as a Warning Event
-// regarding the node (reason CheckpointUnreadable) through `events`, when there is one.
+// A bad checkpoint file (corrupt, truncated, unknown version, unreadable) is moved aside with a
+// timestamp and the driver starts empty; one of another boot with claims in it is replaced (as
+// upstream) and a copy kept. Either is a log line and a Warning Event regarding the node (reason
+// CheckpointReplaced) through `events`, when there is one. A checkpoint that cannot be opened, or
+// moved aside, is an error and a Warning Event (reason CheckpointUnreadable).
 boost::asio::awaitable<Result<DriverCheckpoint>> open_driver_checkpoint(RunContext& ctx, std::string driver,
                                                                         std::string dir,
                                                                         k8s::EventRecorder* events = nullptr);

@@ -17,6 +17,7 @@ inline constexpr const char* kActionPrepare = "PrepareResourceClaim";
 inline constexpr const char* kReasonFailedUnprepare = "FailedUnprepare";
 inline constexpr const char* kActionUnprepare = "UnprepareResourceClaim";
 inline constexpr const char* kReasonCheckpointUnreadable = "CheckpointUnreadable";
+inline constexpr const char* kReasonCheckpointReplaced = "CheckpointReplaced";
 inline constexpr const char* kActionLoadCheckpoint = "LoadCheckpoint";
 inline constexpr const char* kReasonImexUnitDown = "IMEXUnitDown";
 inline constexpr const char* kActionCheckImexUnit = "CheckIMEXUnit";

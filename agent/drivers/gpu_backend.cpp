@@ -15,6 +15,7 @@
 #include "agent/claims/mps_manager.hpp"
 #include "agent/config/options.hpp"
 #include "agent/drivers/api_claim_source.hpp"
+#include "agent/drivers/checkpoint_rebuild.hpp"
 #include "agent/drivers/driver_checkpoint.hpp"
 #include "agent/drivers/node_gpus.hpp"
 #include "agent/metrics/metrics.hpp"
@@ -134,6 +135,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   if (!checkpoint) co_return checkpoint.error();
   parts->store = std::move(checkpoint->store);
   parts->startup = std::move(checkpoint->startup);
+  const bool rebuild = !checkpoint->moved_aside.empty();
   auto opened = co_await ctx_.workers.run([&p = *parts, &o] { return open_parts(p, o); });
   if (!opened) co_return opened;
   if (!parts->hook_problem.empty()) {
@@ -164,6 +166,16 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   p.handler = std::make_unique<claims::GpuClaimHandler>(ctx_.workers, *p.source, p.inventory, *p.committer, *p.specs,
                                                         *p.mps, ho);
 
+  // A bad checkpoint went aside: the claims whose CDI specs are here become prepared again before
+  // recover() would take those specs for orphans.
+  if (rebuild) {
+    auto rebuilt = co_await rebuild_gpu_claims(ctx_.workers, api.get(), *p.specs, *p.handler);
+    for (const auto& c : rebuilt.adopted) log->warn("claim {} rebuilt from its CDI spec and the API", c);
+    for (const auto& e : rebuilt.errors) {
+      log->warn("checkpoint rebuild: {}", e.describe());
+      ctx_.status.record_error(config::kGpuDriverName, "checkpoint rebuild: " + e.describe());
+    }
+  }
   // Without an API server nothing can say a claim is gone: keep every completed claim.
   claims::ClaimExists exists = [source = p.source.get(), have_api = api != nullptr](kubelet::ClaimRef ref)
       -> boost::asio::awaitable<Result<bool>> {

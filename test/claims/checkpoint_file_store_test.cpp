@@ -149,5 +149,66 @@ TEST(MemoryCheckpointStore, RoundTripsThroughTheEncodingAndInjectsFailures) {
   EXPECT_FALSE(corrupt.load().ok());
 }
 
+
+TEST(FileCheckpointStore, StartEmptyNamesTheAsideFileForWhyAndWhen) {
+  TempDir tmp;
+  const std::string newer = R"({"checksum":1083090442,"v1":{},"v3":{}})";
+  write(tmp.path() + "/checkpoint.json", newer);
+  FileCheckpointStoreOptions opts{tmp.path()};
+  opts.on_corrupt = CorruptCheckpointPolicy::kStartEmpty;
+  auto store = FileCheckpointStore::open(opts).value();
+  auto loaded = store->load();
+  ASSERT_TRUE(loaded.ok()) << loaded.error().describe();
+  EXPECT_FALSE(loaded->checkpoint.has_value());
+  const std::string name = fs::path(loaded->moved_aside).filename().string();
+  EXPECT_TRUE(name.starts_with("checkpoint.json.unknown-version-")) << name;
+  EXPECT_EQ(name.size(), std::string("checkpoint.json.unknown-version-20261124T161900Z").size()) << name;
+  EXPECT_NE(loaded->problem.find("unknown version: top-level key \"v3\""), std::string::npos) << loaded->problem;
+  EXPECT_EQ(read(loaded->moved_aside), newer);
+}
+
+TEST(FileCheckpointStore, StartEmptyMovesAnUnreadableCheckpointAside) {
+  TempDir tmp;
+  fs::create_directory(tmp.path() + "/checkpoint.json");  // read(2): EISDIR
+  FileCheckpointStoreOptions opts{tmp.path()};
+  opts.on_corrupt = CorruptCheckpointPolicy::kStartEmpty;
+  auto store = FileCheckpointStore::open(opts).value();
+  auto loaded = store->load();
+  ASSERT_TRUE(loaded.ok()) << loaded.error().describe();
+  EXPECT_TRUE(fs::path(loaded->moved_aside).filename().string().starts_with("checkpoint.json.unreadable-"));
+  EXPECT_TRUE(fs::is_directory(loaded->moved_aside));
+  EXPECT_NE(loaded->problem.find("cannot read checkpoint"), std::string::npos) << loaded->problem;
+  EXPECT_FALSE(fs::exists(tmp.path() + "/checkpoint.json"));
+}
+
+TEST(FileCheckpointStore, RefusePolicyFailsOnAnUnreadableCheckpointAndLeavesIt) {
+  TempDir tmp;
+  fs::create_directory(tmp.path() + "/checkpoint.json");
+  auto store = FileCheckpointStore::open({tmp.path()}).value();
+  auto loaded = store->load();
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.error().message.find("cannot read checkpoint"), std::string::npos) << loaded.error().message;
+  EXPECT_TRUE(fs::is_directory(tmp.path() + "/checkpoint.json"));
+}
+
+TEST(FileCheckpointStore, KeepCopyLeavesTheCopyWhenTheFileIsReplaced) {
+  TempDir tmp;
+  auto store = FileCheckpointStore::open({tmp.path()}).value();
+  Checkpoint old;
+  old.node_boot_id = "old-boot";
+  ASSERT_TRUE(store->save(old).ok());
+  auto copy = store->keep_copy("other-boot");
+  ASSERT_TRUE(copy.ok()) << copy.error().describe();
+  EXPECT_TRUE(fs::path(*copy).filename().string().starts_with("checkpoint.json.other-boot-"));
+  Checkpoint fresh;
+  fresh.node_boot_id = "new-boot";
+  ASSERT_TRUE(store->save(fresh).ok());
+  EXPECT_EQ(decode_checkpoint(read(*copy), *copy).value(), old);
+  // A second copy within the same second gets a name of its own.
+  auto second = store->keep_copy("other-boot");
+  ASSERT_TRUE(second.ok());
+  EXPECT_NE(*second, *copy);
+}
+
 }  // namespace
 }  // namespace nvdra::claims

@@ -166,5 +166,17 @@ INSTANTIATE_TEST_SUITE_P(
                     "checkpointState \"Prepared\", expected PrepareStarted, PrepareCompleted or PrepareAborted"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+TEST(CheckpointFormat, TopLevelKeyOfANewerVersionIsRefusedNamingIt) {
+  // Upstream's readers drop unknown keys, and the top checksum covers v1 only, so such a file
+  // verifies; nvdra does not guess what a newer writer keeps there (README: corrupted state).
+  auto cp = decode_checkpoint(R"({"checksum":1083090442,"v1":{},"v3":{"preparedClaims":{}}})", "new");
+  ASSERT_FALSE(cp.ok());
+  EXPECT_EQ(cp.error().field, "version");
+  EXPECT_NE(cp.error().message.find("checkpoint new is of an unknown version: top-level key \"v3\""),
+            std::string::npos)
+      << cp.error().message;
+  EXPECT_TRUE(decode_checkpoint(R"({"checksum":1083090442,"v1":{}})", "known").ok());
+}
+
 }  // namespace
 }  // namespace nvdra::claims

@@ -80,9 +80,9 @@ class UnreadableCheckpoint(unittest.TestCase):
         node = SimulatedNode(profile="dgx-a100", drivers=[CD])
         self.addCleanup(node.cleanup)
         gpu_dir = os.path.join(node.dirs.plugins, GPU)
-        os.makedirs(gpu_dir)
-        with open(os.path.join(gpu_dir, "checkpoint.json"), "w") as f:
-            f.write("{not a checkpoint")
+        # A bad checkpoint file is moved aside (corrupt_state_test.py); a lock that cannot be opened
+        # (a directory where cp.lock goes) leaves nothing to do but report it.
+        os.makedirs(os.path.join(gpu_dir, "cp.lock"))
         node.start(wait_ready=False)  # the GPU driver cannot start; compute-domain.nvidia.com registers
         [node_obj] = node.api.objects("v1", "nodes")
         [event] = node.wait_for_events(node_obj["metadata"]["uid"], lambda evs: len(evs) == 1, DEADLINE)
