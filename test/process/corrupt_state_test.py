@@ -201,5 +201,30 @@ class CorruptState(unittest.TestCase):
         self.assertEqual(self.node.cdi_files(), [])
 
 
+
+class CorruptStateDynamicMig(unittest.TestCase):
+    def test_a_dynamic_mig_claim_is_rebuilt_with_its_mig_device_not_destroyed(self):
+        node = SimulatedNode(profile="hgx-h100", gates="DynamicMIG=true")
+        self.addCleanup(node.cleanup)
+        node.start()
+        name = sorted(n for n in node.published() if n.startswith("gpu-0-mig-") and n.endswith("-0"))[-1]
+        claim = node.allocate("mig", [("mig", name)])
+        answer = node.gpu().prepare([claim])
+        self.assertEqual(answer[claim.uid]["error"], "")
+        before = node.checkpoint()
+        self.assertEqual(node.stop(), 0)
+        path = os.path.join(node.dirs.plugins, GPU, "checkpoint.json")
+        with open(path, "r+b") as f:
+            f.truncate(20)
+        node.start()
+        self.assertNotIn("owned by no claim: destroyed", node.agent_log(), "the running claim's MIG device survives")
+        self.assertEqual(node.checkpoint()[claim.uid]["preparedDevices"], before[claim.uid]["preparedDevices"],
+                         "the same MIG UUID, GI and CI ids as prepare recorded")
+        self.assertEqual(node.gpu().prepare([claim]), answer)
+        self.assertEqual(node.gpu().unprepare([claim]), {claim.uid: ""})
+        self.assertEqual(node.checkpoint(), {})
+        self.assertEqual(node.cdi_files(), [])
+
+
 if __name__ == "__main__":
     unittest.main()
