@@ -135,7 +135,9 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   if (!checkpoint) co_return checkpoint.error();
   parts->store = std::move(checkpoint->store);
   parts->startup = std::move(checkpoint->startup);
-  const bool rebuild = !checkpoint->moved_aside.empty();
+  // Also with no checkpoint at all: a kill between moving a bad one aside and saving the rebuilt one
+  // leaves none, and claim specs on a node without a checkpoint are claims whose record was lost.
+  const bool rebuild = !checkpoint->moved_aside.empty() || parts->startup.check == claims::BootCheck::kCreated;
   auto opened = co_await ctx_.workers.run([&p = *parts, &o] { return open_parts(p, o); });
   if (!opened) co_return opened;
   if (!parts->hook_problem.empty()) {
@@ -166,14 +168,16 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   p.handler = std::make_unique<claims::GpuClaimHandler>(ctx_.workers, *p.source, p.inventory, *p.committer, *p.specs,
                                                         *p.mps, ho);
 
-  // A bad checkpoint went aside: the claims whose CDI specs are here become prepared again before
-  // recover() would take those specs for orphans.
+  // A bad checkpoint went aside (or none was found): the claims whose CDI specs are here become
+  // prepared again before recover() would take those specs for orphans.
   if (rebuild) {
     auto rebuilt = co_await rebuild_gpu_claims(ctx_.workers, api.get(), *p.specs, *p.handler);
     for (const auto& c : rebuilt.adopted) log->warn("claim {} rebuilt from its CDI spec and the API", c);
     for (const auto& e : rebuilt.errors) {
       log->warn("checkpoint rebuild: {}", e.describe());
-      ctx_.status.record_error(config::kGpuDriverName, "checkpoint rebuild: " + e.describe());
+      // A claim gone from the API is settled (its spec goes as an orphan); the rest needs a look.
+      if (e.code != ErrorCode::kNotFound)
+        ctx_.status.record_error(config::kGpuDriverName, "checkpoint rebuild: " + e.describe());
     }
   }
   // Without an API server nothing can say a claim is gone: keep every completed claim.

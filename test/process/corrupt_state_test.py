@@ -141,6 +141,15 @@ class CorruptState(unittest.TestCase):
         self.bad_file_case(None, "unreadable", "cannot read checkpoint")
         self.assertTrue(os.path.isdir(self.aside("unreadable")))
 
+    def test_no_checkpoint_at_all_with_claim_specs_left(self):
+        # What a kill between moving a bad file aside and saving the new one leaves.
+        os.remove(self.path)
+        self.node.start()
+        for c in self.claims:
+            self.assertIn(f"claim {c.namespace}/{c.name} ({c.uid}) rebuilt from its CDI spec and the API",
+                          self.node.agent_log())
+        self.assert_rebuilt_and_unprepares_cleanly()
+
     def test_another_boot_forgets_claims_as_upstream_and_keeps_a_copy(self):
         doc = json.loads(self.good)
         doc["v2"]["nodeBootID"] = "00000000-0000-4000-8000-000000000000"
