@@ -298,6 +298,8 @@ class CrashPoints(unittest.TestCase):
             except grpc.RpcError:
                 pass  # the agent died under the call
             else:
+                if verb == "prepare":  # leave the node clean for the next points
+                    self.call(run, sc, "unprepare", claim)
                 self.fail(f"{point} was never reached: {verb} answered {error!r}")
             try:
                 code = node.proc.wait(timeout=30)
