@@ -127,6 +127,13 @@ class ApiServer {
   virtual boost::asio::awaitable<ApiStatus> remove(ResourceType type, ObjectKey key, Preconditions pre) = 0;
   // GET /version.
   virtual boost::asio::awaitable<ApiResult<ServerVersion>> version() = 0;
+  // GET of a non-resource path (the OpenAPI v3 documents the publisher reads to learn which fields
+  // the server serves). Implementations without it answer 404, which callers treat as "unknown".
+  virtual boost::asio::awaitable<ApiResult<std::string>> get_path(std::string path) {
+    ApiError e = make_local_error(kReasonBadResponse, "GET " + path + ": not supported by this client");
+    e.http_status = 404;
+    co_return e;
+  }
 };
 
 }  // namespace nvdra::k8s

@@ -187,6 +187,12 @@ awaitable<ApiStatus> HttpsApiServer::remove(ResourceType type, ObjectKey key, Pr
   co_return Ok{};
 }
 
+awaitable<ApiResult<std::string>> HttpsApiServer::get_path(std::string path) {
+  auto res = co_await impl_->transport->exchange(HttpMethod::kGet, path, {});
+  if (!success(res)) co_return check<std::string>(res);
+  co_return std::move(res->body);
+}
+
 awaitable<ApiResult<ServerVersion>> HttpsApiServer::version() {
   auto res = co_await impl_->transport->exchange(HttpMethod::kGet, "/version", {});
   if (!success(res)) co_return check<ServerVersion>(res);

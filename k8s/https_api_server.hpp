@@ -42,6 +42,7 @@ class HttpsApiServer final : public ApiServer {
   boost::asio::awaitable<ApiResult<std::string>> patch(ResourceType type, ObjectKey key, std::string body) override;
   boost::asio::awaitable<ApiStatus> remove(ResourceType type, ObjectKey key, Preconditions pre) override;
   boost::asio::awaitable<ApiResult<ServerVersion>> version() override;
+  boost::asio::awaitable<ApiResult<std::string>> get_path(std::string path) override;
 
   Stats stats() const;
 

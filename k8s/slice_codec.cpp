@@ -1,5 +1,7 @@
 #include "k8s/slice_codec.hpp"
 
+#include "k8s/capacity_policy_codec.hpp"
+
 #include <simdjson.h>
 
 #include <algorithm>
@@ -25,10 +27,19 @@ json::object encode_device(const PublishedDevice& d) {
     else if (const auto* i = std::get_if<int64_t>(&value)) attrs[key] = json::object{{"int", *i}};
     else if (const auto* s = std::get_if<std::string>(&value)) attrs[key] = json::object{{"string", *s}};
     else if (const auto* v = std::get_if<SemVer>(&value)) attrs[key] = json::object{{"version", v->value}};
-    // List-valued attributes are not part of resource.k8s.io/v1; the planner drops them.
+    // 1.36+ with DRAListTypeAttributes; the planner drops them for servers that do not serve `ints`.
+    else if (const auto* l = std::get_if<std::vector<int64_t>>(&value)) attrs[key] = json::object{{"ints", json::array(l->begin(), l->end())}};
   }
   if (!attrs.empty()) dev["attributes"] = std::move(attrs);
-  if (!d.capacity.empty()) dev["capacity"] = quantity_map(d.capacity);
+  if (!d.capacity.empty()) {
+    json::object caps;
+    for (const auto& [name, value] : d.capacity) {
+      const auto policy = d.request_policies.find(name);
+      caps[name] = encode_capacity(value, policy == d.request_policies.end() ? nullptr : &policy->second);
+    }
+    dev["capacity"] = std::move(caps);
+  }
+  if (d.allow_multiple_allocations) dev["allowMultipleAllocations"] = true;
   if (!d.consumes_counters.empty()) {
     json::array cc;
     for (const auto& c : d.consumes_counters) cc.push_back(json::object{{"counterSet", c.counter_set}, {"counters", quantity_map(c.counters)}});
@@ -79,6 +90,17 @@ struct Decoder {
       else if (key == "int") { int64_t i; if (f.value().get_int64().get(i)) return fail(where); out = i; }
       else if (key == "string") { if (f.value().get_string().get(s)) return fail(where); out = std::string(s); }
       else if (key == "version") { if (f.value().get_string().get(s)) return fail(where); out = SemVer{std::string(s)}; }
+      else if (key == "ints") {
+        od::array arr;
+        if (f.value().get_array().get(arr)) return fail(where);
+        std::vector<int64_t> list;
+        for (auto item : arr) {
+          int64_t i;
+          if (item.get_int64().get(i)) return fail(where);
+          list.push_back(i);
+        }
+        out = std::move(list);
+      }
     }
     return true;
   }
@@ -103,7 +125,20 @@ struct Decoder {
           d.attributes.emplace(std::string(akey), std::move(value));
         }
       } else if (key == "capacity") {
-        if (!quantities(f.value(), d.capacity, at)) return false;
+        od::object caps;
+        if (f.value().get_object().get(caps)) return fail(at);
+        for (auto c : caps) {
+          std::string_view ckey;
+          std::string value;
+          std::optional<CapacityRequestPolicy> policy;
+          if (c.unescaped_key().get(ckey) || !decode_capacity(c.value(), value, policy)) return fail(at);
+          d.capacity.emplace(std::string(ckey), std::move(value));
+          if (policy) d.request_policies.emplace(std::string(ckey), std::move(*policy));
+        }
+      } else if (key == "allowMultipleAllocations") {
+        bool b = false;
+        if (f.value().get_bool().get(b)) return fail(at);
+        d.allow_multiple_allocations = b;
       } else if (key == "consumesCounters") {
         od::array arr;
         if (f.value().get_array().get(arr)) return fail(at);

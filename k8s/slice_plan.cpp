@@ -8,11 +8,26 @@
 namespace nvdra::k8s {
 namespace {
 
-bool advanced(const PublishedDevice& d) { return !d.taints.empty() || !d.consumes_counters.empty(); }
+bool has_list(const PublishedDevice& d) {
+  return std::any_of(d.attributes.begin(), d.attributes.end(),
+                     [](const auto& kv) { return std::holds_alternative<std::vector<int64_t>>(kv.second); });
+}
 
-// resource.k8s.io/v1 has no list-valued attributes: drop them so desired and stored compare equal.
-PublishedDevice publishable(PublishedDevice d) {
-  std::erase_if(d.attributes, [](const auto& kv) { return std::holds_alternative<std::vector<int64_t>>(kv.second); });
+// What the server accepts of a device, so that desired and stored compare equal: list values
+// where it serves none become their single value (or go), consumable capacity where it has none goes.
+PublishedDevice publishable(PublishedDevice d, const SliceRules& rules) {
+  if (!rules.list_attributes) {
+    for (auto it = d.attributes.begin(); it != d.attributes.end();) {
+      const auto* list = std::get_if<std::vector<int64_t>>(&it->second);
+      if (list && list->size() == 1) it->second = list->front();
+      if (list && list->size() != 1) it = d.attributes.erase(it);
+      else ++it;
+    }
+  }
+  if (!rules.multiple_allocations) {
+    d.allow_multiple_allocations = false;
+    d.request_policies.clear();
+  }
   return d;
 }
 
@@ -32,13 +47,23 @@ std::vector<OwnerReference> node_owner(const PoolIdentity& pool) {
 
 }  // namespace
 
+std::vector<SliceContent> plan_slices(const DriverResources& desired, CounterLayout layout) {
+  SliceRules rules;
+  rules.layout = layout;
+  return plan_slices(desired, rules);
+}
+
 CounterLayout layout_for(int major, int minor) {
   return (major > 1 || (major == 1 && minor >= 35)) ? CounterLayout::kSeparateSlices : CounterLayout::kWithConsumers;
 }
 
-std::vector<SliceContent> plan_slices(const DriverResources& desired, CounterLayout layout) {
+std::vector<SliceContent> plan_slices(const DriverResources& desired, const SliceRules& rules) {
+  const CounterLayout layout = rules.layout;
+  auto advanced = [&](const PublishedDevice& d) {
+    return !d.taints.empty() || !d.consumes_counters.empty() || (rules.lists_are_advanced && has_list(d));
+  };
   std::vector<PublishedDevice> devices;
-  for (const auto& d : desired.devices) devices.push_back(publishable(d));
+  for (const auto& d : desired.devices) devices.push_back(publishable(d, rules));
   std::sort(devices.begin(), devices.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   std::vector<SliceContent> out;
   if (layout == CounterLayout::kSeparateSlices || desired.shared_counters.empty()) {

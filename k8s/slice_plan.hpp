@@ -23,7 +23,24 @@ inline constexpr std::size_t kMaxCounterSetsPerSlice = 8;
 enum class CounterLayout { kSeparateSlices, kWithConsumers };
 CounterLayout layout_for(int major, int minor);
 
+// What the server accepts, per version and per served field (server_features.hpp finds out):
+//  * layout: where counter sets go (above);
+//  * list_attributes: DeviceAttribute list values (`ints`, 1.36+, DRAListTypeAttributes) are kept;
+//    otherwise a one-element list is published as its single value and longer lists are dropped;
+//  * multiple_allocations: allowMultipleAllocations and capacity request policies (consumable
+//    capacity) are kept; otherwise dropped (the devices are then allocated whole, one claim each);
+//  * lists_are_advanced: 1.36+ counts list-valued attributes with taints and counters for the
+//    64-device cap (ResourceSliceMaxDevicesWithAdvancedFeatures).
+struct SliceRules {
+  CounterLayout layout = CounterLayout::kSeparateSlices;
+  bool list_attributes = false;
+  bool multiple_allocations = false;
+  bool lists_are_advanced = false;
+  bool operator==(const SliceRules&) const = default;
+};
+
 std::vector<SliceContent> plan_slices(const DriverResources& desired, CounterLayout layout);
+std::vector<SliceContent> plan_slices(const DriverResources& desired, const SliceRules& rules);
 
 struct PoolIdentity {
   std::string driver;

@@ -74,9 +74,60 @@ awaitable<void> SlicePublisher::bootstrap() {
     }
     if (node_uid_.empty() || !version_) co_await sleep(backoff.next());
   }
-  if (!options_.layout) options_.layout = layout_for(version_->major, version_->minor);
-  log->info("publishing ResourceSlices driver={} node={} server={}", options_.driver, options_.node_name,
-            version_->git_version);
+  if (!options_.rules) options_.rules = rules_for(*version_, co_await discover_fields());
+  if (options_.layout) options_.rules->layout = *options_.layout;
+  log->info("publishing ResourceSlices driver={} node={} server={} (counter sets {}, list attributes {}, "
+            "consumable capacity {})",
+            options_.driver, options_.node_name, version_->git_version,
+            options_.rules->layout == CounterLayout::kSeparateSlices ? "in slices of their own" : "with their devices",
+            options_.rules->list_attributes ? "served" : "not served",
+            options_.rules->multiple_allocations ? "served" : "not served");
+}
+
+awaitable<ServedFields> SlicePublisher::discover_fields() {
+  auto log = nvdra::logger("k8s");
+  const auto fallback = served_fields_by_version(*version_);
+  auto index = co_await api_->get_path("/openapi/v3");
+  if (!index) {
+    log->warn("GET /openapi/v3 failed ({}); assuming the fields of {}", index.error().describe(), version_->git_version);
+    co_return fallback;
+  }
+  auto path = openapi_document_path(*index, "resource.k8s.io/v1");
+  if (!path) {
+    log->warn("{}; assuming the fields of {}", path.error().describe(), version_->git_version);
+    co_return fallback;
+  }
+  auto document = co_await api_->get_path(*path);
+  if (!document) {
+    log->warn("GET {} failed ({}); assuming the fields of {}", *path, document.error().describe(), version_->git_version);
+    co_return fallback;
+  }
+  auto served = served_fields_from_openapi(*document);
+  if (!served) {
+    log->warn("{}; assuming the fields of {}", served.error().describe(), version_->git_version);
+    co_return fallback;
+  }
+  co_return *served;
+}
+
+void SlicePublisher::note_dropped(const SliceObject& sent, const std::string& stored_json) {
+  auto stored = decode_slice(stored_json);
+  if (!stored) return;
+  const auto dropped = fields_dropped(sent.content, stored->content);
+  if (!dropped.any()) return;
+  auto log = nvdra::logger("k8s");
+  // The server serves the field but its feature gate is off: stop sending it, or every
+  // reconcile would find the stored slice different and write it again.
+  if (dropped.list_attributes) {
+    options_.rules->list_attributes = false;
+    log->warn("driver={} the API server dropped list-valued attributes (its DRAListTypeAttributes gate is off); "
+              "publishing single values instead", options_.driver);
+  }
+  if (dropped.multiple_allocations) {
+    options_.rules->multiple_allocations = false;
+    log->warn("driver={} the API server dropped allowMultipleAllocations (its DRAConsumableCapacity gate is off); "
+              "devices are published for one claim each", options_.driver);
+  }
 }
 
 awaitable<void> SlicePublisher::run() {
@@ -153,7 +204,7 @@ awaitable<SlicePublisher::Outcome> SlicePublisher::reconcile_once() {
       actual.push_back(std::move(stale));
     }
   }
-  const auto desired = plan_slices(*desired_, *options_.layout);
+  const auto desired = plan_slices(*desired_, *options_.rules);
   const auto plan = plan_writes(desired, actual, PoolIdentity{options_.driver, options_.node_name, node_uid_});
   if (plan.empty()) co_return Outcome::kConverged;
   set_converged(false);
@@ -191,6 +242,7 @@ awaitable<SlicePublisher::Outcome> SlicePublisher::reconcile_once() {
     auto res = co_await api_->update(kResourceSlicesV1, key, encode_slice(s));
     if (res) {
       ++stats_.updates;
+      note_dropped(s, *res);
       if (auto meta = read_object_meta(*res)) reflector_->apply_local(s.name, meta->resource_version, std::move(*res));
       continue;
     }
@@ -205,6 +257,7 @@ awaitable<SlicePublisher::Outcome> SlicePublisher::reconcile_once() {
     auto res = co_await api_->create(kResourceSlicesV1, std::string(), encode_slice(s));
     if (!res) co_return failed("create", s.generate_name + "*", res.error());
     ++stats_.creates;
+    note_dropped(s, *res);
     if (auto meta = read_object_meta(*res)) reflector_->apply_local(meta->name, meta->resource_version, std::move(*res));
   }
   co_return Outcome::kProgress;

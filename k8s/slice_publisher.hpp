@@ -26,6 +26,7 @@
 #include "k8s/api_server.hpp"
 #include "k8s/change_signal.hpp"
 #include "k8s/reflector.hpp"
+#include "k8s/server_features.hpp"
 #include "k8s/slice_plan.hpp"
 
 namespace nvdra::k8s {
@@ -34,6 +35,9 @@ struct PublisherOptions {
   std::string driver;     // "gpu.nvidia.com"
   std::string node_name;  // also the pool name
   std::optional<CounterLayout> layout;  // default: chosen from the server's /version
+  // Default: from /version and the server's OpenAPI document (server_features.hpp); a set value
+  // skips discovery (tests). `layout`, when set, overrides rules->layout.
+  std::optional<SliceRules> rules;
   std::chrono::milliseconds backoff_base{500};
   std::chrono::milliseconds backoff_cap{30000};
   std::chrono::seconds watch_timeout{300};
@@ -65,6 +69,8 @@ class SlicePublisher {
 
   // The API server's version, known once run() has fetched it (slice layout ≥1.35 vs <1.35).
   const std::optional<ServerVersion>& server_version() const { return version_; }
+  // What the publisher writes to this server (known once run() has bootstrapped).
+  const std::optional<SliceRules>& rules() const { return options_.rules; }
   const Stats& stats() const { return stats_; }
   // Watch statistics (lists, relists, resumes); null before run() started watching.
   const Reflector::Stats* watch_stats() const { return reflector_ ? &reflector_->stats() : nullptr; }
@@ -72,6 +78,8 @@ class SlicePublisher {
  private:
   enum class Outcome { kConverged, kProgress, kConflict, kFailed };
   boost::asio::awaitable<void> bootstrap();
+  boost::asio::awaitable<ServedFields> discover_fields();
+  void note_dropped(const SliceObject& sent, const std::string& stored_json);
   boost::asio::awaitable<void> loop();
   boost::asio::awaitable<Outcome> reconcile_once();
   boost::asio::awaitable<void> refresh(std::string name);

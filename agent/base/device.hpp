@@ -34,12 +34,24 @@ struct CounterConsumption {
   bool operator==(const CounterConsumption&) const = default;
 };
 
+// How one capacity of a multi-allocatable device is consumed (resource.k8s.io/v1
+// CapacityRequestPolicy with a validRange; quantities as strings). Consumable shares only.
+struct CapacityRequestPolicy {
+  std::string default_value;
+  std::string min, max, step;  // validRange
+  bool operator==(const CapacityRequestPolicy&) const = default;
+};
+
 struct PublishedDevice {
   std::string name;                                  // DNS label, e.g. "gpu-0", "gpu-0-mig-1g10gb-19-0"
   std::map<std::string, AttributeValue> attributes;  // unqualified names get the driver's domain
   std::map<std::string, std::string> capacity;       // name -> quantity ("40Gi", "98")
   std::vector<CounterConsumption> consumes_counters;
   std::vector<DeviceTaint> taints;
+  // Consumable shares (upstream ConsumableShares): several claims may hold the device at once, each
+  // consuming capacity as the per-capacity policies say (keys are capacity names).
+  bool allow_multiple_allocations = false;
+  std::map<std::string, CapacityRequestPolicy> request_policies;
   bool operator==(const PublishedDevice&) const = default;
 };
 

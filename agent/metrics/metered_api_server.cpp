@@ -72,4 +72,10 @@ boost::asio::awaitable<k8s::ApiResult<k8s::ServerVersion>> MeteredApiServer::ver
   co_return r;
 }
 
+boost::asio::awaitable<k8s::ApiResult<std::string>> MeteredApiServer::get_path(std::string path) {
+  auto r = co_await inner_->get_path(std::move(path));
+  record("get", r);
+  co_return r;
+}
+
 }  // namespace nvdra::metrics

@@ -32,6 +32,7 @@ class MeteredApiServer final : public k8s::ApiServer {
   boost::asio::awaitable<k8s::ApiStatus> remove(k8s::ResourceType type, k8s::ObjectKey key,
                                                 k8s::Preconditions pre) override;
   boost::asio::awaitable<k8s::ApiResult<k8s::ServerVersion>> version() override;
+  boost::asio::awaitable<k8s::ApiResult<std::string>> get_path(std::string path) override;
 
  private:
   template <class T>
