@@ -49,7 +49,11 @@ GpuClaimHandler::GpuClaimHandler(runtime::WorkerPool& pool, ClaimSource& source,
                                  CheckpointCommitter& committer, cdi::SpecStore& specs, MpsControl& mps,
                                  GpuClaimHandlerOptions options)
     : pool_(pool), source_(source), inventory_(inventory), committer_(committer), specs_(specs), mps_(mps),
-      options_(std::move(options)), smi_(options_.driver_root) {
+      options_(std::move(options)), smi_(options_.driver_root),
+      shares_(options_.consumable_shares, options_.gates, [this](const std::string& device) -> std::optional<DeviceType> {
+        const auto* d = inventory_.find(device);
+        return d ? std::optional<DeviceType>(d->type) : std::nullopt;
+      }) {
   if (options_.mig_library) dynamic_mig_ = std::make_unique<DynamicMig>(
         pool_, *options_.mig_library, options_.metrics ? *options_.metrics : metrics::null_sink());
 }
@@ -146,6 +150,8 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
   // No suspension between this check and the PrepareStarted commit below: see device_exclusivity.hpp.
   if (auto free = check_device_exclusivity(committer_.current(), claim.uid, allocation->results, kGpuDriverName); !free)
     co_return for_claim(free.error(), claim);
+  if (auto shared = shares_.check(committer_.current(), claim.uid, *allocation); !shared)
+    co_return for_claim(shared.error(), claim);
 
   ClaimKind kind;
   for (const auto& g : *groups) {
@@ -226,7 +232,8 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
         const auto* d = (*groups)[g].devices[k];
         const auto& r = allocation->results[(*groups)[g].results[k]];
         PreparedEntry entry{d->type, d->uuid, d->parent_uuid, d->parent_minor, d->gi_id,
-                            d->ci_id, {r.request}, options_.node_name, d->name, {spec->device_ids[next++]}};
+                            d->ci_id, {r.request}, options_.node_name, d->name, {spec->device_ids[next++]},
+                            r.share_id, {}};
         if (auto made = created.find(d->name); made != created.end())
           entry.uuid = made->second.uuid, entry.gi_id = made->second.gi_id, entry.ci_id = made->second.ci_id;
         prepared[g].devices.push_back(std::move(entry));

@@ -25,6 +25,7 @@
 #include "agent/claims/helper_program_mps.hpp"
 #include "agent/claims/prepared_claim.hpp"
 #include "agent/claims/sharing_plan.hpp"
+#include "agent/claims/share_step.hpp"
 #include "agent/claims/time_slicing.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "cdi/device_edits.hpp"
@@ -50,6 +51,7 @@ struct GpuClaimHandlerOptions {
   // inventory (GpuInventory(model, true)) cannot be prepared and recover() leaves MIG alone.
   nvml::GpuLibrary* mig_library = nullptr;
   metrics::Sink* metrics = nullptr;  // where DynamicMIG counts MIG devices; null: nowhere
+  bool consumable_shares = false;    // --consumable-shares ≠ disabled (share_step.hpp)
 };
 
 // Whether a checkpointed claim still exists in the API (same namespace, name and UID).
@@ -134,6 +136,7 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   GpuClaimHandlerOptions options_;
   NvidiaSmi smi_;
   std::unique_ptr<DynamicMig> dynamic_mig_;  // set when options.mig_library is
+  ShareStep shares_;
 };
 
 }  // namespace nvdra::claims

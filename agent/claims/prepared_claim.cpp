@@ -52,6 +52,9 @@ json::array encode_prepared_groups(const std::vector<PreparedGroup>& groups) {
     for (const auto& d : g.devices) {
       json::object device{{"Requests", strings(d.requests)}, {"PoolName", d.pool}, {"DeviceName", d.device},
                           {"CDIDeviceIDs", strings(d.cdi_device_ids)}};
+      // Go's omitempty fields of CheckpointedDevice, in its field order.
+      if (!d.share_id.empty()) device["ShareID"] = d.share_id;
+      if (!d.metadata.empty()) device["Metadata"] = d.metadata;
       json::object entry;
       if (d.type == DeviceType::kMig) {
         entry["gpu"] = nullptr;
@@ -111,6 +114,8 @@ Result<std::vector<PreparedGroup>> decode_prepared_groups(const json::array& gro
       e.pool = string_of(member(*device, "PoolName"));
       e.device = string_of(member(*device, "DeviceName"));
       e.cdi_device_ids = strings_of(member(*device, "CDIDeviceIDs"));
+      e.share_id = string_of(member(*device, "ShareID"));
+      if (const auto* m = member(*device, "Metadata"); m && m->is_object()) e.metadata = m->as_object();
       group.devices.push_back(std::move(e));
     }
     out.push_back(std::move(group));
@@ -127,6 +132,7 @@ std::vector<kubelet::PreparedDevice> to_prepared_devices(const std::vector<Prepa
       p.pool_name = d.pool;
       p.device_name = d.device;
       p.cdi_device_ids = d.cdi_device_ids;
+      if (!d.share_id.empty()) p.share_id = d.share_id;
       out.push_back(std::move(p));
     }
   return out;

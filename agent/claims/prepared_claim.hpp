@@ -4,6 +4,7 @@
 // at PrepareStarted/PrepareCompleted and reads them back for the idempotent fast path, unprepare
 // and start-up recovery. Pure; thread-safe.
 #include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
 #include <string>
@@ -24,6 +25,8 @@ struct PreparedEntry {
   std::string pool;
   std::string device;
   std::vector<std::string> cdi_device_ids;
+  std::string share_id;             // "ShareID": a share of a multi-allocatable device (consumable shares)
+  boost::json::object metadata;     // "Metadata" (DeviceMetadata, device_metadata.hpp); empty: omitted
   bool operator==(const PreparedEntry&) const = default;
 };
 

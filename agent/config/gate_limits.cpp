@@ -16,18 +16,12 @@ const std::vector<GateLimit>& gate_limits() {
       {kDeviceMetadata, false,
        "nvdra publishes no VFIO devices, the only devices upstream attaches KEP-5304 metadata to; leave it off",
        false},
-      {kDRAListTypeAttributes, false,
-       "nvdra publishes resource.kubernetes.io/numaNode as a single int, not as a list; leave it off", false},
       {kFabricManagerPartitioning, false,
        "nvdra neither publishes FabricManager partition attributes nor activates partitions on prepare; leave it off",
        false},
       {kFabricTopologySupport, false,
        "nvdra does not act on fabricTopologyConfig (FabricManager partitions are not activated on prepare); leave it "
        "off",
-       false},
-      {kConsumableShares, false,
-       "nvdra does not share a device between claims by capacity; leave it off and share GPUs with time-slicing or "
-       "MPS (GpuConfig sharing)",
        false},
       {kIMEXDaemonsWithDNSNames, true,
        "it only shapes the per-ComputeDomain IMEX daemons of driver-managed mode, which nvdra does not run; leave it "

@@ -130,9 +130,6 @@ Problem apply_consumable_shares(Options& o, const std::string& v) {
       return "invalid value for --consumable-shares: \"" + v +
              "\" (must be 'disabled', 'memory', 'unlimited', or a positive integer)";
   }
-  if (v != "disabled")
-    return "\"" + v + "\" is refused: nvdra does not share a device between claims by capacity "
-           "(ConsumableShares); use disabled, and share GPUs with time-slicing or MPS (GpuConfig sharing)";
   o.consumable_shares = v;
   return std::nullopt;
 }
@@ -221,8 +218,8 @@ const std::vector<OptionSpec>& option_table() {
     add({"additional-xids-to-ignore", {}, {"ADDITIONAL_XIDS_TO_IGNORE"},
          "Upstream's XIDs treated as non-fatal by device health monitoring; only empty is accepted (nvdra does "
          "not monitor device health yet)", false, false, true, apply_xids});
-    add({"consumable-shares", {}, {"CONSUMABLE_SHARES"}, "Upstream's consumable shares; only disabled is accepted (memory, unlimited or a positive integer "
-         "are refused)", false, false, false, apply_consumable_shares});
+    add({"consumable-shares", {}, {"CONSUMABLE_SHARES"}, "Consumable shares (gate ConsumableShares): disabled, memory, unlimited or a positive share count; "
+         "GPU and MIG devices may then be allocated to several claims at once", false, false, false, apply_consumable_shares});
     add({"gpu-clique-label-enabled", {}, {"GPU_CLIQUE_LABEL_ENABLED"}, "Upstream's node label nvidia.com/gpu.clique; only false is accepted",
          true, false, false, [](Options& o, const std::string& v) -> Problem {
            if (auto p = bool_field(&Options::gpu_clique_label_enabled)(o, v)) return p;

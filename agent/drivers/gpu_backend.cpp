@@ -28,6 +28,7 @@
 #include "cdi/spec_builder.hpp"
 #include "cdi/spec_store.hpp"
 #include "nvml/partitions.hpp"
+#include "nvml/consumable_shares.hpp"
 #include "nvml/published_devices.hpp"
 
 namespace nvdra::drivers {
@@ -161,6 +162,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   // DynamicMIG creates and destroys MIG devices through the one NVML session the backend keeps.
   ho.mig_library = p.gpus->library.get();
   ho.metrics = &ctx_.metrics;
+  ho.consumable_shares = o.consumable_shares != "disabled";
   ho.gates.time_slicing_settings = o.gates.enabled("TimeSlicingSettings");
   ho.gates.mps_support = o.gates.enabled("MPSSupport");
   ho.gates.passthrough_support = o.gates.enabled("PassthroughSupport");
@@ -203,7 +205,13 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
 kubelet::ClaimHandler& GpuBackend::claims() { return *parts_->handler; }
 
 boost::asio::awaitable<Result<DriverResources>> GpuBackend::resources() {
-  co_return nvml::published_gpu_resources(parts_->gpus->model, ctx_.options.gates.enabled(config::gate::kDynamicMIG));
+  auto resources =
+      nvml::published_gpu_resources(parts_->gpus->model, ctx_.options.gates.enabled(config::gate::kDynamicMIG));
+  // The loader checked the value; "disabled" when the gate is off.
+  auto shares = nvml::parse_consumable_shares(ctx_.options.consumable_shares);
+  nvml::apply_device_options(resources, shares ? *shares : nvml::ConsumableShares{},
+                             ctx_.options.gates.enabled(config::gate::kDRAListTypeAttributes));
+  co_return resources;
 }
 
 std::string GpuBackend::notice() const { return parts_ ? parts_->hook_problem : std::string(); }
