@@ -19,9 +19,15 @@ PublishedDevice publishable(PublishedDevice d, const SliceRules& rules) {
   if (!rules.list_attributes) {
     for (auto it = d.attributes.begin(); it != d.attributes.end();) {
       const auto* list = std::get_if<std::vector<int64_t>>(&it->second);
-      if (list && list->size() == 1) it->second = list->front();
-      if (list && list->size() != 1) it = d.attributes.erase(it);
-      else ++it;
+      if (!list) {
+        ++it;
+      } else if (list->size() == 1) {
+        const int64_t single = list->front();
+        it->second = single;
+        ++it;
+      } else {
+        it = d.attributes.erase(it);
+      }
     }
   }
   if (!rules.multiple_allocations) {

@@ -96,7 +96,7 @@ def gpu_config(**fields):
 
 class SimulatedNode:
     def __init__(self, profile="dgx-a100", node="gpu-node-1", api_version=(1, 35), gates="", args=(), drivers=None,
-                 api_process=False, env=None, node_options=()):
+                 api_process=False, env=None, node_options=(), api_gates=None):
         self.profile, self.node, self.gates, self.extra_args = profile, node, gates, list(args)
         self.drivers = drivers or [GPU, CD]
         self.extra_env = dict(env or {})
@@ -106,7 +106,7 @@ class SimulatedNode:
         # node_options: nvdra-fake-node's flags, e.g. ("--driver-container",) for nodes in the driver root's dev/.
         self.driver_root, self.host_root = make_fake_node(self.root, self.env(), node_options)
         api_dir = os.path.join(self.root, "api")
-        self.api = RemoteApiDouble(api_dir, api_version) if api_process else start_in(api_dir, version=api_version)
+        self.api = RemoteApiDouble(api_dir, api_version) if api_process else start_in(api_dir, version=api_version, gates=api_gates)
         self.api.put_object({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
         self.proc = self.kubelet = self.notify = self.log = None
         self.plugins = {}
@@ -221,9 +221,12 @@ class SimulatedNode:
         self.dirs.cleanup()
 
     # --- the cluster -------------------------------------------------------------------------
-    def allocate(self, name, results, configs=(), namespace="default", driver=GPU, admin_access=False):
+    def allocate(self, name, results, configs=(), namespace="default", driver=GPU, admin_access=False,
+                 share_id=None, capacity=None):
         """Seeds an allocated ResourceClaim. results: [(request, device)]; configs: [(requests, params)]
-        or [(requests, params, source)]; admin_access: every request and result has adminAccess.
+        or [(requests, params, source)]; admin_access: every request and result has adminAccess;
+        share_id: every result is a share of a multi-allocatable device (shareID), consuming
+        `capacity` ({name: quantity}, also the requests' capacity.requests).
         Returns the kubelet Claim (with the API's UID)."""
         requests = sorted({r.split("/")[0] for r, _ in results})
         config = []
@@ -234,15 +237,18 @@ class SimulatedNode:
             if reqs:
                 entry["requests"] = list(reqs)
             config.append(entry)
+        share = dict({"shareID": share_id} if share_id else {},
+                     **({"consumedCapacity": dict(capacity)} if capacity else {}))
         allocation = {"devices": {"results": [dict({"request": r, "driver": driver, "pool": self.node, "device": d},
-                                                   **({"adminAccess": True} if admin_access else {}))
+                                                   **({"adminAccess": True} if admin_access else {}), **share)
                                               for r, d in results]}}
         if config:
             allocation["devices"]["config"] = config
         obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                "metadata": {"name": name, "namespace": namespace},
                "spec": {"devices": {"requests": [{"name": r, "exactly": dict(
-                   {"deviceClassName": "gpu.nvidia.com"}, **({"adminAccess": True} if admin_access else {}))}
+                   {"deviceClassName": "gpu.nvidia.com"}, **({"adminAccess": True} if admin_access else {}),
+                   **({"capacity": {"requests": dict(capacity)}} if capacity else {}))}
                                                  for r in requests]}},
                "status": {"allocation": allocation}}
         stored = self.api.put_object(obj)

@@ -17,7 +17,11 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", required=True, help="folder for certificates, token, kubeconfig, ready.json")
     ap.add_argument("--token", default="test-token", help="accepted bearer token (written to DIR/token)")
-    ap.add_argument("--version", default="1.35", help="server version MAJOR.MINOR: /version and validation rules")
+    ap.add_argument("--version", default="1.35", choices=["1.34", "1.35", "1.36", "1.37"],
+                    help="server version MAJOR.MINOR: /version, the OpenAPI documents validated against and served, "
+                         "the validation rules (1.37 = 1.36's documents and rules)")
+    ap.add_argument("--gates", default="", help="server feature gates that clear fields when off, e.g. "
+                    "DRAListTypeAttributes=true,DRAConsumableCapacity=false (defaults per version)")
     ap.add_argument("--chunking", default="mixed", choices=["event", "split", "coalesce", "mixed"],
                     help="how watch events are cut into HTTP chunks")
     ap.add_argument("--node", action="append", default=[], help="seed a Node with this name (repeatable)")
@@ -29,7 +33,9 @@ def main():
     stop_signals = {signal.SIGTERM, signal.SIGINT}
     signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
     major, minor = (int(x) for x in args.version.split(".")[:2])
-    double = start_in(args.dir, token=args.token, version=(major, minor), chunking=args.chunking)
+    gates = {k: v.strip().lower() == "true" for k, _, v in
+             (item.partition("=") for item in args.gates.split(",") if item.strip())}
+    double = start_in(args.dir, token=args.token, version=(major, minor), chunking=args.chunking, gates=gates)
     for node in args.node:
         double.put_object({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
     for path in args.seed:

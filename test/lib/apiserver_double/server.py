@@ -14,7 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from .custom_resources import CUSTOM_RESOURCES, CrdValidator
 from .store import Store
-from .validation import SchemaValidator, check_event, check_metadata_name, check_resource_slice
+from .validation import (SchemaValidator, check_event, check_metadata_name, check_resource_slice, default_gates,
+                         document_path, drop_disabled_fields)
 
 # plural -> (group/version, kind, namespaced)
 RESOURCES = {
@@ -63,9 +64,11 @@ class ApiServerDouble:
     """Start with start(); the URL, CA and a token are then in .url, .ca_file, .tokens."""
 
     def __init__(self, cert_file, key_file, tokens=("test-token",), version=(1, 35), chunking="mixed",
-                 bookmark_interval=1.0, seed=None):
+                 bookmark_interval=1.0, seed=None, gates=None):
         self.store = Store()
-        self.validator = SchemaValidator()
+        self.validator = SchemaValidator(version[1])
+        # The simulated server's feature gates that clear fields on write (validation.default_gates).
+        self.gates = dict(default_gates(version[1]), **(gates or {}))
         self.crd_validator = CrdValidator(self.validator._defs["coordination.k8s.io/v1"])
         self.tokens = set(tokens)
         self.version = version
@@ -190,6 +193,8 @@ class ApiServerDouble:
     def validate_write(self, gv, kind, obj, old=None):
         if self.crd_validator.handles(gv, kind):
             return self.crd_validator.validate(gv, kind, obj) or check_metadata_name(obj)
+        if kind == "ResourceSlice":
+            drop_disabled_fields(obj, self.gates)
         problems = self.validator.validate(gv, kind, obj)
         if not problems and kind == "ResourceSlice":
             problems = check_resource_slice(obj, self.version[1], old)
@@ -277,6 +282,9 @@ class ApiHandler(BaseHTTPRequestHandler):
             if not auth.startswith("Bearer ") or auth[7:] not in d.tokens:
                 self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
                 return
+            if url.path.startswith("/openapi/v3"):
+                self.send_openapi(d, url.path)
+                return
             if url.path == "/version":
                 self.send_json(200, {"major": str(d.version[0]), "minor": str(d.version[1]),
                                      "gitVersion": f"v{d.version[0]}.{d.version[1]}.0"})
@@ -287,6 +295,27 @@ class ApiHandler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             self.log_now()
+
+    def send_openapi(self, d, path):
+        """/openapi/v3 (the index) and /openapi/v3/apis/resource.k8s.io/v1: the served version's document,
+        which is how a client learns the fields this server has."""
+        gv = "resource.k8s.io/v1"
+        if path == "/openapi/v3":
+            self.send_json(200, {"paths": {f"apis/{gv}": {
+                "serverRelativeURL": f"/openapi/v3/apis/{gv}?hash=v1.{d.version[1]}"}}})
+            return
+        if path == f"/openapi/v3/apis/{gv}":
+            with open(document_path(d.version[1], gv), "rb") as f:
+                body = f.read()
+            self.last_status = 200
+            self.log_now()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        self.send_json(404, status(404, "NotFound", f"{path} not found"))
 
     def log_now(self):
         """Logs this request once, with its status, before the client can read the answer: a test that

@@ -17,6 +17,98 @@ DOCS = {
     "coordination.k8s.io/v1": "apis__coordination.k8s.io__v1_openapi.json",
 }
 
+# The documents of each served minor version, where they differ from the 1.35 set above (SOURCE.txt):
+# 1.34 has its own resource.k8s.io/v1; 1.36 has reconstructed resource documents; nothing was
+# obtained for 1.37, which is served as 1.36's documents (plus the 1.36 rules below) — an assumption.
+VERSION_DOCS = {
+    34: {"resource.k8s.io/v1": "v1.34/apis__resource.k8s.io__v1_openapi.json"},
+    35: {},
+    36: {"resource.k8s.io/v1": "v1.36/apis__resource.k8s.io__v1_openapi.reconstructed.json",
+         "resource.k8s.io/v1beta2": "v1.36/apis__resource.k8s.io__v1beta2_openapi.reconstructed.json"},
+}
+SUPPORTED_MINORS = (34, 35, 36, 37)
+
+
+def documents_for(minor):
+    """group/version -> file (relative to the reference folder) for a server of 1.<minor>."""
+    if minor not in SUPPORTED_MINORS:
+        raise ValueError(f"the double serves Kubernetes 1.34 to 1.37, not 1.{minor}")
+    return dict(DOCS, **VERSION_DOCS[min(minor, 36)])
+
+
+def document_path(minor, group_version):
+    return os.path.join(_find_openapi_dir(), documents_for(minor)[group_version])
+
+
+# Feature gates of the simulated API server that clear fields on write when off (LIMITS.md
+# "Feature-gated fields are silently dropped"), with their default per minor version.
+def default_gates(minor):
+    return {"DRAListTypeAttributes": False,          # alpha in 1.36 (and, as far as known, 1.37)
+            "DRAConsumableCapacity": minor >= 36}     # alpha in 1.34/1.35, beta (on) from 1.36
+
+
+LIST_KINDS = ("bools", "ints", "strings", "versions")
+
+
+def drop_disabled_fields(obj, gates):
+    """What the resourceslice strategy does to a new object when a gate is off: the fields go, the
+    write succeeds. List-valued attributes go as a whole (they hold no other value)."""
+    for dev in (obj.get("spec") or {}).get("devices") or []:
+        if not gates.get("DRAListTypeAttributes"):
+            attrs = dev.get("attributes") or {}
+            for key in [k for k, v in attrs.items() if isinstance(v, dict) and any(x in v for x in LIST_KINDS)]:
+                del attrs[key]
+        if not gates.get("DRAConsumableCapacity"):
+            dev.pop("allowMultipleAllocations", None)
+            for cap in (dev.get("capacity") or {}).values():
+                if isinstance(cap, dict):
+                    cap.pop("requestPolicy", None)
+
+
+_SUFFIXES = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60,
+             "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+
+
+def quantity(text):
+    """Integer quantities with a binary or decimal suffix (all nvdra writes); None otherwise."""
+    m = re.match(r"^([0-9]+)([A-Za-z]*)$", text or "")
+    if not m or m.group(2) not in _SUFFIXES:
+        return None
+    return int(m.group(1)) * _SUFFIXES[m.group(2)]
+
+
+def _check_request_policy(f, key, cap, p):
+    pol = cap["requestPolicy"]
+    value = quantity(cap.get("value"))
+    if "validValues" in pol and "validRange" in pol:
+        p.append((f"{f}.capacity[{key}].requestPolicy", "only one of validValues or validRange"))
+    if "default" not in pol and ("validValues" in pol or "validRange" in pol):
+        p.append((f"{f}.capacity[{key}].requestPolicy.default", "Required value"))
+        return
+    default = quantity(pol.get("default"))
+    rng = pol.get("validRange")
+    if rng is not None:
+        lo, hi, step = quantity(rng.get("min")), quantity(rng.get("max")), quantity(rng.get("step"))
+        if lo is None:
+            p.append((f"{f}.capacity[{key}].requestPolicy.validRange.min", "Required value"))
+            return
+        if value is not None and lo > value:
+            p.append((f"{f}.capacity[{key}].requestPolicy.validRange.min", "must be less than or equal to the capacity value"))
+        if hi is not None and value is not None and hi > value:
+            p.append((f"{f}.capacity[{key}].requestPolicy.validRange.max", "must be less than or equal to the capacity value"))
+        if default is not None and (default < lo or (hi is not None and default > hi)):
+            p.append((f"{f}.capacity[{key}].requestPolicy.default", "must be within validRange"))
+        if step is not None:
+            if step <= 0:
+                p.append((f"{f}.capacity[{key}].requestPolicy.validRange.step", "must be positive"))
+                return
+            if hi is not None and hi % step:
+                p.append((f"{f}.capacity[{key}].requestPolicy.validRange.max", "must be a multiple of step"))
+            if default is not None and default % step:
+                p.append((f"{f}.capacity[{key}].requestPolicy.default", "must be a multiple of step"))
+            if value is not None and lo + step > value:
+                p.append((f"{f}.capacity[{key}].requestPolicy.validRange.step", "min + step must not exceed the value"))
+
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 C_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
@@ -54,14 +146,14 @@ def _strict(node):
 
 
 class SchemaValidator:
-    """One validator per kind, built from the real documents."""
+    """One validator per kind, built from the real documents of one server version."""
 
-    def __init__(self):
+    def __init__(self, minor=35):
         import jsonschema  # Debian's python3-jsonschema
         self._jsonschema = jsonschema
         self._defs = {}
         base = _find_openapi_dir()
-        for gv, fname in DOCS.items():
+        for gv, fname in documents_for(minor).items():
             path = os.path.join(base, fname)
             if not os.path.exists(path):
                 continue
@@ -157,7 +249,11 @@ def check_resource_slice(obj, minor, old=None):
         p.append(("spec.nodeName", "must be a DNS subdomain"))
     devices = spec.get("devices") or []
     counters = spec.get("sharedCounters") or []
-    advanced = any(d.get("taints") or d.get("consumesCounters") for d in devices)
+
+    def has_list(d):
+        return any(isinstance(v, dict) and any(k in v for k in LIST_KINDS) for v in (d.get("attributes") or {}).values())
+    # 1.36: ResourceSliceMaxDevicesWithAdvancedFeatures also counts list-type attributes.
+    advanced = any(d.get("taints") or d.get("consumesCounters") or (minor >= 36 and has_list(d)) for d in devices)
     limit = 64 if (minor >= 35 and advanced) else 128
     if len(devices) > limit:
         p.append(("spec.devices", f"Too many: {len(devices)}: must have at most {limit} items"))
@@ -194,18 +290,34 @@ def check_resource_slice(obj, minor, old=None):
         for key, val in attrs.items():
             if not _qualified_name(key):
                 p.append((f"{f}.attributes[{key}]", "must be a qualified name"))
-            kinds = [k for k in ("bool", "int", "string", "version") if k in val]
+            kinds = [k for k in ("bool", "int", "string", "version") + (LIST_KINDS if minor >= 36 else ()) if k in val]
             if len(kinds) != 1:
                 p.append((f"{f}.attributes[{key}]", "exactly one value must be specified"))
+            for lk in LIST_KINDS:
+                if lk in val:
+                    if not isinstance(val[lk], list) or not val[lk]:
+                        p.append((f"{f}.attributes[{key}].{lk}", "must be a non-empty list"))
+                        continue
+                    if lk in ("strings", "versions") and any(len(x) > 64 for x in val[lk]):
+                        p.append((f"{f}.attributes[{key}].{lk}", "each value may not be more than 64 bytes"))
+                    if lk == "versions" and not all(SEMVER.match(x) for x in val[lk]):
+                        p.append((f"{f}.attributes[{key}].{lk}", "each value must be semantic version 2.0.0"))
             if "string" in val and len(val["string"]) > 64:
                 p.append((f"{f}.attributes[{key}].string", "may not be more than 64 bytes"))
             if "version" in val and (len(val["version"]) > 64 or not SEMVER.match(val["version"])):
                 p.append((f"{f}.attributes[{key}].version", f'"{val["version"]}" must be semantic version 2.0.0'))
+        if minor >= 36:
+            values = sum(len(v[k]) if k in LIST_KINDS else 1
+                         for v in attrs.values() if isinstance(v, dict) for k in v)
+            if values > 48:
+                p.append((f + ".attributes", f"Too many: {values}: at most 48 attribute values per device"))
         for key, val in caps.items():
             if not _qualified_name(key):
                 p.append((f"{f}.capacity[{key}]", "must be a qualified name"))
             if "requestPolicy" in val and not dev.get("allowMultipleAllocations"):
                 p.append((f"{f}.capacity[{key}].requestPolicy", "Forbidden without allowMultipleAllocations"))
+            elif "requestPolicy" in val:
+                _check_request_policy(f, key, val, p)
         taints = dev.get("taints") or []
         if len(taints) > (16 if minor >= 35 else 4):
             p.append((f + ".taints", "Too many taints"))
