@@ -181,15 +181,19 @@ TEST_F(LoaderTest, VerbosityMapsToLevelUnlessLevelGiven) {
   EXPECT_EQ(both->options.log_level, spdlog::level::warn);
 }
 
-TEST_F(LoaderTest, ConsumableSharesKeepsUpstreamsSyntaxErrorAndRefusesAnythingButDisabled) {
+TEST_F(LoaderTest, ConsumableSharesKeepsUpstreamsSyntaxErrorAndNeedsItsGate) {
   auto bad = load({"--node-name", "n", "--consumable-shares", "-3"});
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message, "--consumable-shares: invalid value for --consumable-shares: \"-3\" (must be "
                                  "'disabled', 'memory', 'unlimited', or a positive integer)");
   auto memory = load({"--node-name", "n", "--consumable-shares", "memory"});
   ASSERT_FALSE(memory);
-  EXPECT_EQ(memory.error().message.rfind("--consumable-shares: \"memory\" is refused: ", 0), 0u)
-      << memory.error().message;
+  EXPECT_EQ(memory.error().message, "--consumable-shares requires feature gate ConsumableShares to be enabled");
+  for (const char* v : {"memory", "unlimited", "3"}) {
+    auto on = load({"--node-name", "n", "--consumable-shares", v, "--feature-gates", "ConsumableShares=true"});
+    ASSERT_TRUE(on) << v << ": " << on.error().message;
+    EXPECT_EQ(on->options.consumable_shares, v);
+  }
   EXPECT_TRUE(load({"--node-name", "n", "--consumable-shares", "disabled"}));
 }
 

@@ -1,0 +1,120 @@
+"""Kubernetes 1.34 to 1.37: every simulated machine's slices, with everything nvdra can publish switched on
+(consumable shares, list-valued attributes, DynamicMIG counters), are accepted by an API server of each
+version, which validates against that version's OpenAPI documents and limits; what the agent publishes
+follows what each server serves (found through /openapi/v3) and what its gates keep."""
+import os
+import unittest
+
+import yaml
+
+from gpu_node import GPU, SimulatedNode
+from nvdra_testlib import SOURCE_DIR
+
+PROFILES = ("dgx-a100", "hgx-h100", "gb200-nvl", "l4")
+VERSIONS = ((1, 34), (1, 35), (1, 36), (1, 37))
+SHARES = "ConsumableShares=true,DRAListTypeAttributes=true"
+NUMA = "resource.kubernetes.io/numaNode"
+
+
+def bus_ids(profile):
+    """The profile's GPUs as sysfs names them ("00000008:01:00.0" -> "0008:01:00.0")."""
+    with open(os.path.join(SOURCE_DIR, "nvml", "mock", "profiles", profile + ".yaml")) as f:
+        gpus = yaml.safe_load(f)["gpus"]
+    out = []
+    for g in gpus:
+        domain, rest = g["pciBusId"].split(":", 1)
+        out.append((domain[-4:] + ":" + rest).lower())
+    return out
+
+
+class ServerVersions(unittest.TestCase):
+    def node(self, profile, version, gates=SHARES, args=("--consumable-shares", "3"), api_gates=None):
+        node = SimulatedNode(profile=profile, api_version=version, gates=gates, args=args, api_gates=api_gates)
+        self.addCleanup(node.cleanup)
+        # NUMA nodes where discovery reads them (<host root>/sys), so numaNode is published.
+        for i, bdf in enumerate(bus_ids(profile)):
+            d = os.path.join(node.host_root, "sys", "bus", "pci", "devices", bdf)
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, "numa_node"), "w") as f:
+                f.write(f"{i % 2}\n")
+        node.start()
+        return node
+
+    def slices(self, node):
+        items = node.api.objects("resource.k8s.io/v1", "resourceslices", f"spec.nodeName={node.node}")
+        return [s for s in items if s["spec"]["driver"] == GPU]
+
+    def test_every_profile_is_accepted_by_every_version(self):
+        for profile in PROFILES:
+            for version in VERSIONS:
+                with self.subTest(profile=profile, version=version):
+                    # The double's defaults for its own gates: consumable capacity on from 1.36,
+                    # list attributes (alpha) switched on here so that 1.36+ keeps them.
+                    node = self.node(profile, version, api_gates={"DRAListTypeAttributes": True})
+                    self.assertEqual(node.api.rejections, [], "the API server refused a write")
+                    devices = node.published()
+                    gpus = [d for d in devices.values() if d["attributes"]["type"]["string"] in ("gpu", "mig")]
+                    self.assertTrue(gpus, profile)
+                    for d in gpus:
+                        numa = d["attributes"].get(NUMA)
+                        self.assertIsNotNone(numa, d["name"])
+                        shared = d.get("allowMultipleAllocations", False)
+                        if version >= (1, 36):
+                            self.assertIn("ints", numa, d["name"])  # served and kept
+                            self.assertTrue(shared, d["name"])
+                            self.assertEqual(d["capacity"]["shares"], {"value": "3", "requestPolicy": {
+                                "default": "1", "validRange": {"min": "1", "max": "3", "step": "1"}}})
+                            self.assertEqual(d["capacity"]["memory"]["requestPolicy"]["validRange"]["step"], "1Mi")
+                        else:
+                            self.assertIn("int", numa, d["name"])  # not served: the single value
+                            # Served, but the server's DRAConsumableCapacity gate (alpha) dropped it.
+                            self.assertFalse(shared, d["name"])
+                            self.assertNotIn("requestPolicy", d["capacity"].get("memory", {}))
+                    node.stop()
+
+    def test_counter_layout_and_consumable_capacity_per_version_with_dynamic_mig(self):
+        for version in VERSIONS:
+            with self.subTest(version=version):
+                node = self.node("hgx-h100", version, gates="DynamicMIG=true," + SHARES,
+                                 api_gates={"DRAConsumableCapacity": True, "DRAListTypeAttributes": True})
+                self.assertEqual(node.api.rejections, [])
+                slices = self.slices(node)
+                mixed = [s for s in slices if s["spec"].get("sharedCounters") and s["spec"].get("devices")]
+                if version == (1, 34):
+                    self.assertTrue(mixed, "1.34 wants counter sets with their devices")
+                else:
+                    self.assertEqual(mixed, [], "1.35+ wants counter sets in slices of their own")
+                devices = node.published()
+                self.assertTrue(all(d.get("allowMultipleAllocations") for d in devices.values()))
+                node.stop()
+
+    def test_lists_only_where_gate_and_server_allow(self):
+        # Agent gate off: a plain int on every server.
+        node = self.node("l4", (1, 36), gates="", args=(), api_gates={"DRAListTypeAttributes": True})
+        self.assertEqual(node.published()["gpu-0"]["attributes"][NUMA], {"int": 0})
+        node.stop()
+        # Agent gate on, 1.36 server serving the field but with its alpha gate off (its default): the
+        # list is dropped on write, the agent notices and publishes the single value; it converges.
+        node = self.node("l4", (1, 36), gates="DRAListTypeAttributes=true", args=())
+        self.assertEqual(node.published()["gpu-0"]["attributes"][NUMA], {"int": 0})
+        self.assertIn("dropped list-valued attributes", node.agent_log())
+        self.assertEqual(node.api.rejections, [])
+        node.stop()
+        # Both on: the list.
+        node = self.node("l4", (1, 37), gates="DRAListTypeAttributes=true", args=(),
+                         api_gates={"DRAListTypeAttributes": True})
+        self.assertEqual(node.published()["gpu-0"]["attributes"][NUMA], {"ints": [0]})
+        node.stop()
+
+    def test_publisher_reads_the_servers_openapi(self):
+        node = self.node("l4", (1, 36), gates="DRAListTypeAttributes=true", args=(),
+                         api_gates={"DRAListTypeAttributes": True})
+        paths = [r["path"] for r in node.api.request_log() if r["method"] == "GET"]
+        self.assertIn("/openapi/v3", paths)
+        self.assertTrue(any(p.startswith("/openapi/v3/apis/resource.k8s.io/v1") for p in paths), paths)
+        self.assertIn("list attributes served", node.agent_log())
+        node.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()
