@@ -171,10 +171,17 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
   // claim; if the rollback fails too, the PrepareStarted entry keeps it findable (the results name
   // the MIG devices to look for, by placement).
   std::map<std::string, nvml::MigDeviceInfo> created;  // DynamicMIG devices, by name
+  std::map<std::string, nvml::MigDeviceInfo> shared;   // DynamicMIG devices live for another share
   Status side;
   for (const auto& group : *groups) {
     for (const auto* d : group.devices) {
       if (!d->dynamic || !side) continue;
+      if (auto live = shares_.live_mig(committer_.current(), claim.uid, d->name)) {
+        nvml::MigDeviceInfo info;
+        info.uuid = live->uuid, info.gi_id = live->gi_id, info.ci_id = live->ci_id;
+        shared.emplace(d->name, std::move(info));
+        continue;
+      }
       auto mig = co_await dynamic_mig_->create(*d);
       if (mig) created.emplace(d->name, std::move(*mig));
       else side = mig.error();
@@ -203,9 +210,11 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
       for (const auto* d : group.devices) {
         cdi::ContainerEdits e;
         if (d->type == DeviceType::kMig) {
-          const auto made = created.find(d->name);
-          const unsigned gi = made != created.end() ? made->second.gi_id : d->gi_id;
-          const unsigned ci = made != created.end() ? made->second.ci_id : d->ci_id;
+          const nvml::MigDeviceInfo* live = nullptr;
+          for (const auto* m : {&created, &shared})
+            if (auto it = m->find(d->name); it != m->end()) live = &it->second;
+          const unsigned gi = live ? live->gi_id : d->gi_id;
+          const unsigned ci = live ? live->ci_id : d->ci_id;
           auto mig = cdi::read_mig_edits(cdi::MigDevice{d->parent_minor, gi, ci}, options_.host);
           if (!mig) return mig.error();
           e = std::move(*mig);
@@ -234,8 +243,9 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
         PreparedEntry entry{d->type, d->uuid, d->parent_uuid, d->parent_minor, d->gi_id,
                             d->ci_id, {r.request}, options_.node_name, d->name, {spec->device_ids[next++]},
                             r.share_id, {}};
-        if (auto made = created.find(d->name); made != created.end())
-          entry.uuid = made->second.uuid, entry.gi_id = made->second.gi_id, entry.ci_id = made->second.ci_id;
+        for (const auto* live : {&created, &shared})
+          if (auto made = live->find(d->name); made != live->end())
+            entry.uuid = made->second.uuid, entry.gi_id = made->second.gi_id, entry.ci_id = made->second.ci_id;
         prepared[g].devices.push_back(std::move(entry));
       }
     return {};
@@ -287,7 +297,9 @@ Result<std::vector<GpuClaimHandler::UndoGroup>> GpuClaimHandler::undo_groups(con
         u.uuids.push_back(d.uuid);
         if (d.type == DeviceType::kGpu) u.gpu_uuids.push_back(d.uuid);
         const auto* inv = inventory_.find(d.device);
-        if (d.type == DeviceType::kMig && inv && inv->dynamic)
+        // A share's MIG device goes with its last share (upstream skips the deletion while another
+        // completed claim uses the device).
+        if (d.type == DeviceType::kMig && inv && inv->dynamic && !mig_used_elsewhere(d.device, uid))
           u.migs.push_back(MigUndo{inv, std::pair{d.gi_id, d.ci_id}});
       }
       u.time_sliced = g.time_slice_applied;

@@ -54,4 +54,18 @@ Status ShareStep::check(const Checkpoint& checkpoint, const std::string& uid, co
   return Status{};
 }
 
+std::optional<ShareStep::LiveMig> ShareStep::live_mig(const Checkpoint& checkpoint, const std::string& uid,
+                                                      const std::string& device) const {
+  if (!enabled_) return std::nullopt;
+  for (const auto& [other, entry] : checkpoint.claims) {
+    if (other == uid || entry.state != ClaimState::kPrepareCompleted) continue;
+    auto groups = decode_prepared_groups(entry.prepared_devices, other);
+    if (!groups) continue;
+    for (const auto& g : *groups)
+      for (const auto& d : g.devices)
+        if (d.device == device && d.type == DeviceType::kMig) return LiveMig{d.uuid, d.gi_id, d.ci_id};
+  }
+  return std::nullopt;
+}
+
 }  // namespace nvdra::claims

@@ -31,6 +31,15 @@ class ShareStep {
   // `mine`: the claim being prepared, its results typed by the inventory.
   Status check(const Checkpoint& checkpoint, const std::string& uid, const ClaimAllocation& mine) const;
 
+  // A DynamicMIG device another completed claim already holds as a share: its live ids, to use
+  // instead of creating the device again (it is destroyed only with its last share:
+  // GpuClaimHandler::mig_used_elsewhere).
+  struct LiveMig {
+    std::string uuid;
+    unsigned gi_id = 0, ci_id = 0;
+  };
+  std::optional<LiveMig> live_mig(const Checkpoint& checkpoint, const std::string& uid, const std::string& device) const;
+
  private:
   // The normalized config of each gpu.nvidia.com result of `allocation` (nullopt: unresolved).
   std::vector<std::optional<OpaqueConfig>> configs_of(ClaimAllocation allocation, const std::string& uid) const;

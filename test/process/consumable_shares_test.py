@@ -1,10 +1,12 @@
 """Consumable shares end to end (gate ConsumableShares, --consumable-shares): several claims hold one GPU at
 once, each prepared on its own (checkpoint entry with its ShareID, CDI device, shareID in kubelet's answer),
 unprepared one by one; the GPU's time slice goes back to the default only with the last share."""
+import subprocess
 import unittest
 import uuid
 
-from gpu_node import GPU, SimulatedNode, gpu_config
+from gpu_node import MOCK, SimulatedNode, gpu_config
+from nvdra_testlib import agent_binary
 
 GATES = "ConsumableShares=true,TimeSlicingSettings=true,MPSSupport=true"
 TS_LONG = gpu_config(sharing={"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}})
@@ -96,6 +98,28 @@ class ConsumableShares(unittest.TestCase):
             self.assertEqual(sorted(self.node.checkpoint()), sorted(x.uid for x in claims[i + 1:]))
         self.assertEqual(self.node.cdi_files(), [])
         self.assertEqual(self.node.api.rejections, [])
+
+    def test_dynamic_mig_device_is_made_once_and_goes_with_its_last_share(self):
+        node = SimulatedNode(profile="hgx-h100", gates="DynamicMIG=true,ConsumableShares=true",
+                             args=("--consumable-shares", "2"), api_version=(1, 36))
+        self.addCleanup(node.cleanup)
+        node.start()
+        mig = sorted(n for n, d in node.published().items() if n.startswith("gpu-0-mig-"))[0]
+
+        def live():
+            out = subprocess.run([agent_binary(), "devices", "--nvml-library", MOCK], env=node.env(),
+                                 capture_output=True, text=True, check=True).stdout
+            return sorted(line.split()[0] for line in out.splitlines() if line.startswith("  gpu-"))
+
+        claims = [node.allocate(f"mig-share-{i}", [("mig", mig)], share_id=str(uuid.uuid4())) for i in range(2)]
+        for c in claims:  # one at a time: the second share finds the device made for the first
+            self.assertEqual(node.gpu().prepare([c])[c.uid]["error"], "")
+        self.assertEqual(live(), [mig])
+        self.assertEqual(node.gpu().unprepare([claims[0]]), {claims[0].uid: ""})
+        self.assertEqual(live(), [mig], "the other share still uses it")
+        self.assertEqual(node.gpu().unprepare([claims[1]]), {claims[1].uid: ""})
+        self.assertEqual(live(), [])
+        self.assertEqual(node.cdi_files(), [])
 
     def test_mps_is_refused_while_shares_are_on(self):
         self.start("unlimited")
