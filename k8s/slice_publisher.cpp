@@ -74,7 +74,10 @@ awaitable<void> SlicePublisher::bootstrap() {
     }
     if (node_uid_.empty() || !version_) co_await sleep(backoff.next());
   }
-  if (!options_.rules) options_.rules = rules_for(*version_, co_await discover_fields());
+  if (!options_.rules) {
+    const ServedFields served = co_await discover_fields();  // a named local: GCC 12 coroutine temporaries
+    options_.rules = rules_for(*version_, served);
+  }
   if (options_.layout) options_.rules->layout = *options_.layout;
   log->info("publishing ResourceSlices driver={} node={} server={} (counter sets {}, list attributes {}, "
             "consumable capacity {})",
