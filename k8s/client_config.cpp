@@ -1,5 +1,7 @@
 #include "k8s/client_config.hpp"
 
+#include "k8s/server_url.hpp"
+
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
@@ -29,33 +31,6 @@ Result<std::string> read_file(const std::string& path, const std::string& what) 
   return ss.str();
 }
 
-// kubeconfig *-data fields are standard base64.
-bool base64_decode(const std::string& in, std::string& out) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  out.clear();
-  int bits = 0;
-  unsigned acc = 0;
-  for (char c : in) {
-    if (c == '=' || c == '\n' || c == '\r' || c == ' ') continue;
-    const int v = val(c);
-    if (v < 0) return false;
-    acc = (acc << 6) | static_cast<unsigned>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  return true;
-}
-
 // A default YAML::Node is a valid null node, not "absent": say "not found" with an optional.
 std::optional<YAML::Node> find_named(const YAML::Node& list, const std::string& name, const char* inner) {
   if (!list || !list.IsSequence()) return std::nullopt;
@@ -69,11 +44,9 @@ std::optional<YAML::Node> find_named(const YAML::Node& list, const std::string& 
 Result<std::string> data_or_file(const YAML::Node& node, const std::string& key, const std::string& file,
                                  const std::string& field_prefix, const std::filesystem::path& base) {
   if (node[key + "-data"]) {
-    std::string decoded;
-    if (!base64_decode(node[key + "-data"].as<std::string>(), decoded)) {
-      return config_error(file, field_prefix + "." + key + "-data", "is not valid base64");
-    }
-    return decoded;
+    auto decoded = decode_base64_strict(node[key + "-data"].as<std::string>());
+    if (!decoded) return config_error(file, field_prefix + "." + key + "-data", decoded.error().message);
+    return std::move(*decoded);
   }
   if (node[key]) {
     std::filesystem::path p = node[key].as<std::string>();
@@ -84,25 +57,11 @@ Result<std::string> data_or_file(const YAML::Node& node, const std::string& key,
 }
 
 Status split_server(const std::string& server, const std::string& file, ClientConfig& cfg) {
-  const std::string scheme = "https://";
-  if (server.rfind(scheme, 0) != 0) {
-    return config_error(file, "clusters[].cluster.server",
-                        "server \"" + server + "\" must be an https:// URL (plain http is not supported)");
-  }
-  std::string rest = server.substr(scheme.size());
-  if (auto slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
-  if (!rest.empty() && rest.front() == '[') {  // IPv6 literal
-    const auto close = rest.find(']');
-    if (close == std::string::npos) return config_error(file, "clusters[].cluster.server", "bad IPv6 host");
-    cfg.host = rest.substr(1, close - 1);
-    if (close + 1 < rest.size() && rest[close + 1] == ':') cfg.port = rest.substr(close + 2);
-  } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
-    cfg.host = rest.substr(0, colon);
-    cfg.port = rest.substr(colon + 1);
-  } else {
-    cfg.host = rest;
-  }
-  if (cfg.host.empty()) return config_error(file, "clusters[].cluster.server", "server has no host");
+  auto url = parse_server_url(server);
+  if (!url) return config_error(file, "clusters[].cluster.server", url.error().message);
+  cfg.host = std::move(url->host);
+  cfg.port = std::move(url->port);
+  cfg.path_prefix = std::move(url->path_prefix);
   return {};
 }
 

@@ -14,6 +14,7 @@ namespace nvdra::k8s {
 struct ClientConfig {
   std::string host;             // "127.0.0.1", "kubernetes.default.svc" or "[::1]" stripped of brackets
   std::string port = "443";
+  std::string path_prefix;      // "/k8s/clusters/c-abc" when the server URL has a path (a proxy); else ""
   std::string ca_pem;           // trusted CA bundle (PEM); empty: the system's default paths
   bool insecure_skip_tls_verify = false;
   std::string client_cert_pem;  // client certificate chain (PEM), optional

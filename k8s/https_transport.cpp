@@ -272,7 +272,7 @@ awaitable<ApiResult<HttpResponse>> HttpsTransport::exchange_in_slot(HttpMethod m
       if (!made) co_return made.error();
       conn = std::move(*made);
     }
-    http::request<http::string_body> req{to_verb(method), target, 11};
+    http::request<http::string_body> req{to_verb(method), config_.path_prefix + target, 11};
     req.set(http::field::host, config_.host);
     req.set(http::field::user_agent, config_.user_agent);
     req.set(http::field::accept, "application/json");
@@ -325,7 +325,7 @@ awaitable<ApiResult<std::unique_ptr<WatchStream>>> HttpsTransport::open_watch(st
   auto made = co_await connect();
   if (!made) co_return made.error();
   auto conn = std::move(*made);
-  http::request<http::empty_body> req{http::verb::get, target, 11};
+  http::request<http::empty_body> req{http::verb::get, config_.path_prefix + target, 11};
   req.set(http::field::host, config_.host);
   req.set(http::field::user_agent, config_.user_agent);
   req.set(http::field::accept, "application/json");

@@ -13,6 +13,12 @@ namespace nvdra::k8s {
 namespace asio = boost::asio;
 using asio::awaitable;
 
+std::chrono::seconds jittered_watch_timeout(std::chrono::seconds minimum, std::minstd_rand& rng) {
+  if (minimum.count() <= 0) return minimum;
+  std::uniform_int_distribution<long long> extra(0, minimum.count() - 1);
+  return minimum + std::chrono::seconds(extra(rng));
+}
+
 Reflector::Reflector(asio::any_io_executor ex, std::shared_ptr<ApiServer> api, ResourceType type,
                      ReflectorOptions options, ChangeSignal* on_change)
     : ex_(std::move(ex)),
@@ -98,7 +104,7 @@ awaitable<Reflector::Next> Reflector::watch() {
   WatchOptions wo;
   wo.field_selector = options_.field_selector;
   wo.resource_version = resource_version_;
-  wo.timeout = options_.watch_timeout;
+  wo.timeout = jittered_watch_timeout(options_.watch_timeout, rng_);
   wo.max_event_bytes = options_.max_event_bytes;
   auto opened = co_await api_->watch(type_, options_.ns, wo);
   auto log = nvdra::logger("k8s");
@@ -115,7 +121,7 @@ awaitable<Reflector::Next> Reflector::watch() {
     co_return Next::kResume;
   }
   auto stream = std::move(*opened);
-  bool any_event = false;
+  const auto opened_at = std::chrono::steady_clock::now();
   for (;;) {
     auto next = co_await stream->next();
     if (!next) {
@@ -126,16 +132,21 @@ awaitable<Reflector::Next> Reflector::watch() {
         continue;
       }
       ++stats_.resumes;
-      // A server that drops us at once must not make us spin: back off unless events flowed.
-      if (!any_event) co_await sleep(backoff_.next());
+      // Always a jittered pause after a drop: when a server restart cuts every agent at once they
+      // come back spread over [base/2, base] instead of together. The backoff grows while watches
+      // keep dying young, and starts over once one has stayed up for backoff_reset.
+      if (std::chrono::steady_clock::now() - opened_at >= options_.backoff_reset) backoff_.reset();
+      const auto delay = backoff_.next();
+      ++stats_.drops;
+      log->info("watch {} dropped: {}; resuming in {} ms", type_.plural, err.describe(), delay.count());
+      co_await sleep(delay);
       co_return Next::kResume;
     }
     if (!*next) {
       ++stats_.resumes;
-      co_return Next::kResume;  // timeoutSeconds reached: resume from the last version
+      backoff_.reset();  // a clean end (timeoutSeconds reached): the server is healthy
+      co_return Next::kResume;  // resume from the last version
     }
-    any_event = true;
-    backoff_.reset();
     auto& ev = **next;
     switch (ev.type) {
       case WatchEventType::kBookmark: break;

@@ -1,8 +1,12 @@
 #pragma once
 // Reflector: list-then-watch one collection into a local cache, as client-go's reflector does it.
 //  * list → cache replaced, then watch from the list's resourceVersion with bookmarks;
-//  * the stream ends (timeoutSeconds) or the connection drops → watch again from the last version
-//    seen (no relist);
+//  * the stream ends (timeoutSeconds) → watch again from the last version seen (no relist);
+//  * the connection drops → the same after a jittered backoff, so that agents cut off together (an
+//    API server restart) do not all come back in the same instant;
+//  * each watch asks for timeoutSeconds drawn from [watch_timeout, 2 × watch_timeout), as
+//    client-go's reflector (minWatchTimeout × (1 + rand)): a fleet started together does not reopen
+//    its watches on one shared five-minute beat;
 //  * 410 Gone / an ERROR event saying Expired → relist;
 //  * 429 → wait Retry-After; other errors → capped exponential backoff with jitter, then retry;
 //  * an oversized or malformed event is logged and skipped; the stream goes on.
@@ -16,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 
 #include "k8s/api_server.hpp"
@@ -27,11 +32,18 @@ namespace nvdra::k8s {
 struct ReflectorOptions {
   std::string ns;
   std::string field_selector;
-  std::chrono::seconds watch_timeout{300};
+  std::chrono::seconds watch_timeout{300};  // the minimum: each watch draws from [this, 2 × this)
   std::size_t max_event_bytes = std::size_t{16} << 20;
   std::chrono::milliseconds backoff_base{200};
   std::chrono::milliseconds backoff_cap{30000};
+  // The backoff starts again from backoff_base only after a watch stayed up this long (client-go's
+  // backoff manager resets after 2 minutes), so a server that accepts and then drops every watch
+  // is retried ever more slowly instead of at the base rate.
+  std::chrono::seconds backoff_reset{120};
 };
+
+// [minimum, 2 × minimum) seconds, uniformly (client-go: minWatchTimeout * (rand.Float64() + 1.0)).
+std::chrono::seconds jittered_watch_timeout(std::chrono::seconds minimum, std::minstd_rand& rng);
 
 class Reflector {
  public:
@@ -42,6 +54,7 @@ class Reflector {
     uint64_t resumes = 0;         // watch restarted from the last version without a relist
     uint64_t errors = 0;          // failed list/watch attempts (backed off)
     uint64_t skipped_events = 0;  // oversized or malformed
+    uint64_t drops = 0;           // streams cut by the server or the network (resumed after a backoff)
   };
   struct Entry {
     std::string resource_version;
@@ -75,6 +88,7 @@ class Reflector {
   ReflectorOptions options_;
   ChangeSignal* on_change_;
   Backoff backoff_;
+  std::minstd_rand rng_{std::random_device{}()};
   std::map<std::string, Entry> objects_;
   std::map<std::string, std::string> tombstones_;  // locally deleted: ignore older events for them
   std::string resource_version_;
