@@ -331,8 +331,9 @@ awaitable<ApiResult<std::unique_ptr<WatchStream>>> HttpsTransport::open_watch(st
   req.set(http::field::accept, "application/json");
   if (const auto& tok = token_.current(); !tok.empty()) req.set(http::field::authorization, "Bearer " + tok);
   ++requests_;
-  // The server ends the watch after timeoutSeconds; the margin only catches a silent peer.
-  beast::get_lowest_layer(conn->stream).expires_after(timeout + std::chrono::seconds(60));
+  // Until the response header arrives a watch is an ordinary request: a server that accepts and
+  // never answers is given up on after request_timeout, not after the whole watch timeout.
+  beast::get_lowest_layer(conn->stream).expires_after(config_.request_timeout);
   auto [wec, wn] = co_await http::async_write(conn->stream, req, kTuple);
   co_await throw_if_cancelled();
   if (wec) co_return io_error("send watch request", wec);
@@ -342,6 +343,8 @@ awaitable<ApiResult<std::unique_ptr<WatchStream>>> HttpsTransport::open_watch(st
   co_await throw_if_cancelled();
   if (hec) co_return io_error("read watch response", hec);
   const int status = static_cast<int>(parser->get().result_int());
+  // The server ends the watch after timeoutSeconds; the margin only catches a silent peer.
+  beast::get_lowest_layer(conn->stream).expires_after(timeout + std::chrono::seconds(60));
   if (status != 200) {
     if (status == 401) token_.current(true);
     std::string body;

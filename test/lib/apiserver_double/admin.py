@@ -2,6 +2,8 @@
 the double only listens on loopback):
   POST /admin/faults        {"method","resource","status","count","retry_after","name","drop"}
   POST /admin/drop-watches  close every open watch abruptly
+  POST /admin/release-hangs  answer nothing more to "hang" faults: their connections are dropped
+  POST /admin/cut-watch-mid-event {"count"}  the next N watch writes stop halfway through an event
   POST /admin/compact       forget history: resuming from an older version gets 410 Expired
   POST /admin/tokens        {"tokens": [...]} replaces the accepted bearer tokens
   POST /admin/objects       seed an object (validated), e.g. a Node or an allocated ResourceClaim
@@ -16,7 +18,11 @@ def handle_admin(h, d, method, path, query):
     body = h.read_body() if method == "POST" else None
     if method == "POST" and path == "/admin/faults":
         d.add_fault(body["method"], body["resource"], body.get("status", 500), body.get("count", 1),
-                    body.get("retry_after"), body.get("name"), body.get("drop", False))
+                    body.get("retry_after"), body.get("name"), body.get("drop", False), body.get("hang", False))
+    elif method == "POST" and path == "/admin/release-hangs":
+        d.hang_release.set()
+    elif method == "POST" and path == "/admin/cut-watch-mid-event":
+        d.cut_mid_event += int(body.get("count", 1))
     elif method == "POST" and path == "/admin/drop-watches":
         d.store.drop_watches()
     elif method == "POST" and path == "/admin/compact":

@@ -40,6 +40,11 @@ def handle_rest(h, d, method, path, query):
     watch = query.get("watch") in ("1", "true")
     fault = d.take_fault("WATCH" if watch else method, plural, name or None)
     if fault:
+        if fault.get("hang"):
+            h.log_now()  # logged with status 0: read, never answered
+            d.hang_release.wait(600)
+            h.drop()
+            return
         if fault["drop"]:
             h.drop()
             return
@@ -205,6 +210,14 @@ def send_events(h, d, lines):
             rest = rest[cut:]
     else:
         pieces = lines
+    if d.cut_mid_event and data and b'"BOOKMARK"' not in lines[0]:
+        with d.lock:
+            cut, d.cut_mid_event = d.cut_mid_event > 0, max(0, d.cut_mid_event - 1)
+        if cut:
+            # Half of the first event, then the connection is gone: the client holds a partial line.
+            write_chunk(h, lines[0][:max(1, len(lines[0]) // 2)])
+            h.drop()
+            raise ConnectionResetError("watch cut mid-event (test fault)")
     for p in pieces:
         write_chunk(h, p)
 

@@ -79,7 +79,14 @@ class ApiServerDouble:
         self.requests = []                    # log of handled requests
         self.rejections = []                  # validation failures sent back
         self.watch_410_as_http = False        # False: 200 + ERROR event (what the real server does)
+        self.path_prefix = ""                 # served under a proxy's prefix, e.g. "/k8s/clusters/c-abc"
+        self.hang_release = threading.Event()  # "hang" faults hold their request until this is set
+        self.cut_mid_event = 0                # the next N watch writes stop halfway through an event
+        self.connections = set()              # open client sockets (an outage closes them all)
+        self.ssl_ctx = None
+        self.fixed_port = 0                   # the port kept across outages (outage.py)
         self.lock = threading.Lock()
+        self.log_cond = threading.Condition(self.lock)
         self.cert_file, self.key_file = cert_file, key_file
         self.httpd = None
         self.thread = None
@@ -88,6 +95,8 @@ class ApiServerDouble:
     def start(self, host="127.0.0.1", port=0):
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(self.cert_file, self.key_file)
+        self.ssl_ctx = ctx
+        self.hang_release.clear()
         double = self
 
         class Handler(ApiHandler):
@@ -105,17 +114,19 @@ class ApiServerDouble:
         self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True, do_handshake_on_connect=False)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
+        self.fixed_port = self.port
         return self
 
     @property
     def port(self):
-        return self.httpd.server_address[1]
+        return self.httpd.server_address[1] if self.httpd else self.fixed_port
 
     @property
     def url(self):
         return f"https://127.0.0.1:{self.port}"
 
     def stop(self):
+        self.hang_release.set()
         if self.httpd:
             self.store.drop_watches()
             self.httpd.shutdown()
@@ -123,10 +134,12 @@ class ApiServerDouble:
             self.httpd = None
 
     # ---- test controls (also reachable over /admin/*) ---------------------------------------
-    def add_fault(self, method, resource, status_code=500, count=1, retry_after=None, name=None, drop=False):
+    def add_fault(self, method, resource, status_code=500, count=1, retry_after=None, name=None, drop=False,
+                  hang=False):
+        """hang: the request is read and never answered (until hang_release is set or the double stops)."""
         with self.lock:
             self.faults.append(dict(method=method, resource=resource, name=name, status=status_code, count=count,
-                                    retry_after=retry_after, drop=drop))
+                                    retry_after=retry_after, drop=drop, hang=hang))
 
     def take_fault(self, method, resource, name):
         with self.lock:
@@ -138,8 +151,21 @@ class ApiServerDouble:
         return None
 
     def log_request(self, entry):
-        with self.lock:
+        with self.log_cond:
             self.requests.append(entry)
+            self.log_cond.notify_all()
+
+    def wait_for_requests(self, predicate, timeout):
+        """Blocks until predicate(request log) holds, woken by each logged request; returns the log, or
+        raises TimeoutError with it."""
+        end = time.monotonic() + timeout
+        with self.log_cond:
+            while not predicate(self.requests):
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"request log condition not met within {timeout} s: {self.requests}")
+                self.log_cond.wait(left)
+            return list(self.requests)
 
     def request_log(self):
         with self.lock:
@@ -220,7 +246,17 @@ class ApiHandler(BaseHTTPRequestHandler):
         except (ssl.SSLError, OSError):
             self.request.close()
             raise
+        with self.server_double.lock:
+            self.server_double.connections.add(self.request)
         super().setup()
+
+    def finish(self):
+        with self.server_double.lock:
+            self.server_double.connections.discard(self.request)
+        try:
+            super().finish()
+        except OSError:
+            pass
 
     # ---- plumbing ----------------------------------------------------------------------------
     def send_json(self, code, body, headers=None):
@@ -273,7 +309,15 @@ class ApiHandler(BaseHTTPRequestHandler):
         self.read_body()
         if DEBUG:
             print(f"double: {method} {self.path}", file=sys.stderr, flush=True)
+        prefix = d.path_prefix
         try:
+            if prefix and url.path.startswith(prefix + "/"):
+                url = url._replace(path=url.path[len(prefix):])
+                self._entry["path"] = url.path
+                self._entry["prefixed"] = True
+            elif prefix and not url.path.startswith("/admin/"):
+                self.send_json(404, status(404, "NotFound", f"{url.path} is outside the proxy prefix {prefix}"))
+                return
             if url.path.startswith("/admin/"):
                 from .admin import handle_admin
                 handle_admin(self, d, method, url.path, query)
