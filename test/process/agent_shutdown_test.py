@@ -1,0 +1,73 @@
+"""SIGTERM ends the agent cleanly (exit 0) in every state of its API connection (issue #22 item 7):
+the API server down at start, accepting and never answering, down after the agent was ready, a
+write hanging, and idle with its watches open. The stop deadline here only catches a hang; the time
+each stop took is printed (and appended to $NVDRA_SHUTDOWN_FIGURES as JSON lines when set), for
+bench/, not asserted."""
+import json
+import os
+import signal
+import time
+import unittest
+
+from apiserver_double import outage
+from gpu_node import SimulatedNode
+
+DEADLINE = 60.0
+STOP_DEADLINE = 10.0
+
+
+class ShutdownInEveryApiState(unittest.TestCase):
+    def make_node(self, **api_options):
+        node = SimulatedNode(profile="l4", api_options=api_options or None)
+        self.addCleanup(node.cleanup)
+        return node
+
+    def stop(self, node, state):
+        self.assertIsNone(node.proc.poll(), f"the agent exited before SIGTERM:\n{node.agent_log()}")
+        t0 = time.monotonic()
+        code = node.stop(signal.SIGTERM, timeout=STOP_DEADLINE)
+        took = time.monotonic() - t0
+        print(f"\nSIGTERM to exit, {state}: {took * 1000:.0f} ms", flush=True)
+        if os.environ.get("NVDRA_SHUTDOWN_FIGURES"):
+            with open(os.environ["NVDRA_SHUTDOWN_FIGURES"], "a") as f:
+                f.write(json.dumps({"state": state, "ms": round(took * 1000, 1)}) + "\n")
+        self.assertEqual(code, 0, f"{state}: exit status {code}")
+
+    def test_api_server_down_at_start(self):
+        node = self.make_node(serve=False, port=outage.reserve_port())
+        node.start(wait_ready=False)
+        node.wait_log(r"GET /version failed", timeout=DEADLINE)  # in its retry loop
+        self.stop(node, "API server down at start")
+
+    def test_api_server_accepts_and_never_answers(self):
+        node = self.make_node()
+        node.api.add_fault("*", "*", hang=True, count=1000)
+        node.start(wait_ready=False)
+        node.api.wait_for_requests(lambda log: len(log) >= 1, DEADLINE)  # a request is hanging now
+        self.stop(node, "every request hanging")
+
+    def test_api_server_gone_after_ready(self):
+        node = self.make_node()
+        node.start()
+        outage.go_down(node.api)
+        node.wait_log(r"watch resourceslices (dropped|failed)", timeout=DEADLINE)  # reconnecting, backing off
+        self.stop(node, "API server down after ready")
+
+    def test_write_in_flight(self):
+        node = self.make_node()
+        node.start()
+        node.api.add_fault("POST", "resourceslices", hang=True, count=1000)
+        node.api.reset_requests()
+        node.api.delete_matching("resource.k8s.io/v1", "resourceslices")
+        node.api.wait_for_requests(lambda log: any(r["method"] == "POST" for r in log), DEADLINE)
+        self.stop(node, "create hanging")
+
+    def test_idle_with_watches_open(self):
+        node = self.make_node()
+        node.start()
+        node.api.wait_for_requests(lambda log: any(r["query"].get("watch") == "1" for r in log), DEADLINE)
+        self.stop(node, "idle, watches open")
+
+
+if __name__ == "__main__":
+    unittest.main()
