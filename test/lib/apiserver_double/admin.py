@@ -2,6 +2,8 @@
 the double only listens on loopback):
   POST /admin/faults        {"method","resource","status","count","retry_after","name","drop"}
   POST /admin/drop-watches  close every open watch abruptly
+  POST /admin/outage {"seconds"}  down (connections cut, nothing listening), back on the same port after
+                            `seconds`;  GET /admin/came-up: {"time"} it came back (time.time())
   POST /admin/release-hangs  answer nothing more to "hang" faults: their connections are dropped
   POST /admin/cut-watch-mid-event {"count"}  the next N watch writes stop halfway through an event
   POST /admin/compact       forget history: resuming from an older version gets 410 Expired
@@ -12,6 +14,8 @@ the double only listens on loopback):
   GET  /admin/rejections    validation failures sent back so far
   GET  /admin/watches       {"open": n}: watches streaming now
 """
+import time
+
 
 
 def handle_admin(h, d, method, path, query):
@@ -19,6 +23,24 @@ def handle_admin(h, d, method, path, query):
     if method == "POST" and path == "/admin/faults":
         d.add_fault(body["method"], body["resource"], body.get("status", 500), body.get("count", 1),
                     body.get("retry_after"), body.get("name"), body.get("drop", False), body.get("hang", False))
+    elif method == "POST" and path == "/admin/outage":
+        # Answered first; then down for `seconds` (every connection cut) and back on the same port.
+        import threading
+        from . import outage
+        seconds = float(body.get("seconds", 5))
+
+        def down_then_up():
+            outage.go_down(d)
+            d.up_again = threading.Event()
+            d.up_again.wait(seconds)  # a timer for the bench's restart, not a test's wait
+            outage.come_up(d)
+            d.came_up_at = time.time()
+        h.send_json(200, {"ok": True})
+        threading.Thread(target=down_then_up, daemon=True).start()
+        return
+    elif method == "GET" and path == "/admin/came-up":
+        h.send_json(200, {"time": getattr(d, "came_up_at", None)})
+        return
     elif method == "POST" and path == "/admin/release-hangs":
         d.hang_release.set()
     elif method == "POST" and path == "/admin/cut-watch-mid-event":
