@@ -1,7 +1,9 @@
 #include "k8s/client_config.hpp"
 
+#include "agent/base/bounded_read.hpp"
 #include "k8s/server_url.hpp"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
@@ -16,6 +18,9 @@
 
 namespace nvdra::k8s {
 namespace {
+
+// Kubeconfigs with a few embedded certificates are a few KiB; far larger is not one.
+constexpr std::size_t kMaxKubeconfigBytes = std::size_t{4} << 20;
 
 Error config_error(const std::string& file, const std::string& field, std::string message) {
   Error err = make_error(ErrorCode::kInvalidArgument, "kubeconfig " + file + ": " + std::move(message));
@@ -71,8 +76,13 @@ std::string default_user_agent() { return std::string("nvdra-agent/") + NVDRA_VE
 
 Result<ClientConfig> load_kubeconfig(const std::string& path) {
   YAML::Node root;
+  auto text = read_bounded(path, kMaxKubeconfigBytes, "kubeconfig");
+  if (!text) return text.error();
   try {
-    root = YAML::LoadFile(path);
+    root = YAML::Load(*text);
+  } catch (const YAML::DeepRecursion& e) {
+    return make_error(ErrorCode::kInvalidArgument, "kubeconfig " + path + ": cannot parse: nested deeper than " +
+                                                       std::to_string(e.depth()) + " levels");
   } catch (const std::exception& e) {
     return make_error(ErrorCode::kInvalidArgument, "kubeconfig " + path + ": cannot parse: " + e.what());
   }

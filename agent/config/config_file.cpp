@@ -1,5 +1,6 @@
 #include "agent/config/config_file.hpp"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -7,6 +8,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "agent/base/bounded_read.hpp"
 
 namespace nvdra::config {
 namespace {
@@ -23,6 +26,10 @@ Result<std::vector<FileEntry>> parse_config_text(const std::string& text, const 
   YAML::Node root;
   try {
     root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own message for this is "bad file".
+    return file_error(path, e.mark, "nested deeper than " + std::to_string(e.depth()) + " levels; an option value is a "
+                                    "plain value or a list");
   } catch (const YAML::Exception& e) {
     return file_error(path, e.mark, "invalid YAML: " + e.msg);
   }
@@ -46,6 +53,11 @@ Result<std::vector<FileEntry>> parse_config_text(const std::string& text, const 
       for (const auto& item : val) {
         if (!item.IsScalar()) return file_error(path, item.Mark(), "'" + entry.key + "' items must be plain values");
         entry.value += (entry.value.empty() ? "" : ",") + item.Scalar();
+        // Aliases (*a) repeat an anchored value without repeating its bytes: a small file could
+        // otherwise expand into gigabytes here.
+        if (entry.value.size() > kMaxConfigFileBytes)
+          return file_error(path, item.Mark(), "'" + entry.key + "' expands to more than " +
+                                                   std::to_string(kMaxConfigFileBytes >> 10) + " KiB (YAML aliases?)");
       }
     } else if (val.IsMap() && entry.key == "feature-gates") {
       for (const auto& gate : val) {
@@ -63,11 +75,11 @@ Result<std::vector<FileEntry>> parse_config_text(const std::string& text, const 
 }
 
 Result<std::vector<FileEntry>> read_config_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return make_error(ErrorCode::kInvalidArgument, path + ": cannot read config file: " + std::strerror(errno));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse_config_text(buf.str(), path);
+  auto text = read_bounded(path, kMaxConfigFileBytes, "config file");
+  if (!text) return text.error();
+  if (text->find('\0') != std::string::npos)
+    return make_error(ErrorCode::kInvalidArgument, path + ": config file holds NUL bytes; it is not YAML text");
+  return parse_config_text(*text, path);
 }
 
 }  // namespace nvdra::config
