@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <set>
 
 namespace nvdra::k8s {
 namespace {
@@ -108,8 +109,18 @@ Result<ClaimAllocation> parse_claim_allocation(std::string_view claim_json, cons
   // Class configs first, then claim configs, each in list order (upstream getConfigResultsMap).
   std::stable_partition(out.configs.begin(), out.configs.end(),
                         [](const OpaqueConfig& c) { return c.source == ConfigSource::kClass; });
+  std::set<std::string_view> other_drivers;
+  // kubelet sends a driver only claims with results of its own: preparing nothing would write an
+  // empty CDI spec and report success for devices that are not there.
+  auto none_for_this_driver = [&] {
+    std::string others;
+    for (auto d : other_drivers) others += (others.empty() ? "" : ", ") + std::string(d);
+    return claim_error(ref, ErrorCode::kInvalidArgument, "status.allocation.devices.results",
+                       "no device is allocated by driver " + driver + " (results are for: " +
+                           (others.empty() ? std::string("no driver") : others) + ")");
+  };
   simdjson::dom::array results;
-  if (alloc["devices"]["results"].get(results)) return out;
+  if (alloc["devices"]["results"].get(results)) return none_for_this_driver();
   std::size_t i = 0;
   for (auto r : results) {
     const std::string field = "status.allocation.devices.results[" + std::to_string(i++) + "]";
@@ -117,7 +128,10 @@ Result<ClaimAllocation> parse_claim_allocation(std::string_view claim_json, cons
     if (r["driver"].get(rdriver)) {
       return claim_error(ref, ErrorCode::kInvalidArgument, field + ".driver", "is missing");
     }
-    if (rdriver != driver) continue;
+    if (rdriver != driver) {
+      other_drivers.insert(rdriver);
+      continue;
+    }
     if (r["request"].get(request) || request.empty()) {
       return claim_error(ref, ErrorCode::kInvalidArgument, field + ".request", "is missing");
     }
@@ -141,6 +155,7 @@ Result<ClaimAllocation> parse_claim_allocation(std::string_view claim_json, cons
     }
     out.devices.push_back(std::move(d));
   }
+  if (out.devices.empty()) return none_for_this_driver();
   return out;
 }
 

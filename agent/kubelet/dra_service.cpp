@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <exception>
+#include <string_view>
+#include <unordered_map>
 
 #include "agent/base/log.hpp"
 #include "agent/kubelet/concurrently.hpp"
@@ -53,6 +55,20 @@ std::optional<std::string> DraService::validate(const std::vector<ClaimRef>& cla
     const char* missing = c.uid.empty() ? "uid" : c.namespace_name.empty() ? "namespace" : c.name.empty() ? "name" : nullptr;
     if (missing)
       return "claims[" + std::to_string(i) + "]." + missing + " is empty; every claim needs namespace, name and uid";
+  }
+  // One UID names one claim: the response is a map by UID, so two different claims under one UID
+  // would have one answer for both. The same claim listed twice is harmless (prepared once).
+  std::unordered_map<std::string_view, std::size_t> first;
+  first.reserve(claims.size());
+  for (std::size_t i = 0; i < claims.size(); ++i) {
+    const auto& c = claims[i];
+    auto [it, fresh] = first.emplace(c.uid, i);
+    if (fresh) continue;
+    const auto& earlier = claims[it->second];
+    if (earlier.namespace_name != c.namespace_name || earlier.name != c.name)
+      return "claims[" + std::to_string(i) + "].uid " + c.uid + " is also claims[" + std::to_string(it->second) +
+             "].uid (" + earlier.namespace_name + "/" + earlier.name + "), but names " + c.namespace_name + "/" +
+             c.name + "; a UID identifies one claim";
   }
   return std::nullopt;
 }

@@ -95,5 +95,19 @@ TEST(ClaimLookup, ResultWithoutDeviceIsAnError) {
   EXPECT_EQ(got.error().field, "status.allocation.devices.results[0].device");
 }
 
+TEST(ClaimLookup, ClaimWithNoResultOfThisDriverIsAnErrorNamingTheClaimAndDrivers) {
+  auto c = claim(json::array{result("gpu", "other.example.com", "gpu-0"), result("x", "b.example.com", "d")},
+                 json::array{});
+  auto got = parse_claim_allocation(json::serialize(c), kRef, "gpu.nvidia.com");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().field, "status.allocation.devices.results");
+  EXPECT_EQ(got.error().describe(),
+            "claim ns/c1 (u-1): field status.allocation.devices.results: no device is allocated by driver "
+            "gpu.nvidia.com (results are for: b.example.com, other.example.com)");
+  got = parse_claim_allocation(json::serialize(claim(json::array{}, json::array{})), kRef, "gpu.nvidia.com");
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.error().message.find("(results are for: no driver)"), std::string::npos) << got.error().message;
+}
+
 }  // namespace
 }  // namespace nvdra::k8s
