@@ -18,7 +18,7 @@ class KubeletBadInput(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         # Thousands of claim lookups: the API rate limit must not be what the test measures.
-        cls.node = SimulatedNode(profile="l4", args=["--kube-api-qps", "2000", "--kube-api-burst", "2000"])
+        cls.node = SimulatedNode(profile="l4", args=["--claim-read-qps", "2000", "--claim-read-burst", "2000"])
         cls.node.start()
 
     @classmethod
