@@ -270,6 +270,11 @@ def serve_watch(h, d, resource, ns, query):
                     return
                 if not events:
                     store.cond.wait(timeout=0.2)
+                    # Cut while waiting: nothing recorded after drop_watches() may go out on this
+                    # stream (a test that cuts, then writes, relies on the client seeing the cut).
+                    if store.watch_epoch != epoch:
+                        h.drop()
+                        return
                     events = store.events_after(resource, since) or []
                 head = store.revision
             lines = []
