@@ -169,6 +169,23 @@ class ApiFaultMatrix(unittest.TestCase):
         self.assert_recreated_once(log)
         self.api.hang_release.set()
 
+    def test_create_whose_answer_is_lost_leaves_no_duplicate(self):
+        self.start_and_baseline()
+        self.api.reset_requests()
+        self.api.add_fault("POST", SLICES, lose_response=True, count=1)
+        self.wipe()
+        # The create happened but its answer never came: a retry makes a second slice (generateName), which
+        # the agent must then see as extra and delete.
+        self.api.wait_for_requests(lambda log: any(r.get("lost_response") for r in log), DEADLINE)
+        self.wait_converged()
+        log = self.api.request_log()
+        created = slice_requests(log, "POST", 201)
+        deleted = slice_requests(log, "DELETE", 200)
+        self.assertEqual(len(created) - len(deleted), self.baseline["count"], "a duplicate slice was left")
+        self.assertLessEqual(len(created), self.baseline["count"] + 1, "more than one retry of the lost create")
+        self.assertEqual(self.contents(), self.baseline)
+        self.assertEqual(self.api.rejections, [])
+
     def test_rotated_token_is_reread(self):
         self.start_and_baseline()
         self.api.reset_requests()

@@ -22,7 +22,8 @@ def handle_admin(h, d, method, path, query):
     body = h.read_body() if method == "POST" else None
     if method == "POST" and path == "/admin/faults":
         d.add_fault(body["method"], body["resource"], body.get("status", 500), body.get("count", 1),
-                    body.get("retry_after"), body.get("name"), body.get("drop", False), body.get("hang", False))
+                    body.get("retry_after"), body.get("name"), body.get("drop", False), body.get("hang", False),
+                    body.get("lose_response", False))
     elif method == "POST" and path == "/admin/outage":
         # Answered first; then down for `seconds` (every connection cut) and back on the same port.
         import threading

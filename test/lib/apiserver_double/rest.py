@@ -39,6 +39,8 @@ def handle_rest(h, d, method, path, query):
     resource = f"{gv}/{plural}"
     watch = query.get("watch") in ("1", "true")
     fault = d.take_fault("WATCH" if watch else method, plural, name or None)
+    if fault and fault.get("lose_response"):
+        h.lose_response, fault = True, None  # carried out below; send_json drops instead of answering
     if fault:
         if fault.get("hang"):
             h.log_now()  # logged with status 0: read, never answered

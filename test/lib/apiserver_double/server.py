@@ -135,11 +135,12 @@ class ApiServerDouble:
 
     # ---- test controls (also reachable over /admin/*) ---------------------------------------
     def add_fault(self, method, resource, status_code=500, count=1, retry_after=None, name=None, drop=False,
-                  hang=False):
-        """hang: the request is read and never answered (until hang_release is set or the double stops)."""
+                  hang=False, lose_response=False):
+        """hang: the request is read and never answered (until hang_release is set or the double stops).
+        lose_response: the request is carried out, then the connection drops instead of the answer."""
         with self.lock:
             self.faults.append(dict(method=method, resource=resource, name=name, status=status_code, count=count,
-                                    retry_after=retry_after, drop=drop, hang=hang))
+                                    retry_after=retry_after, drop=drop, hang=hang, lose_response=lose_response))
 
     def take_fault(self, method, resource, name):
         with self.lock:
@@ -262,6 +263,12 @@ class ApiHandler(BaseHTTPRequestHandler):
     def send_json(self, code, body, headers=None):
         data = json.dumps(body).encode()
         self.last_status = code
+        if getattr(self, "lose_response", False):
+            self.lose_response = False
+            self._entry["lost_response"] = True
+            self.log_now()
+            self.drop()
+            return
         self.log_now()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
