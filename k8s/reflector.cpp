@@ -122,6 +122,7 @@ awaitable<Reflector::Next> Reflector::watch() {
   }
   auto stream = std::move(*opened);
   const auto opened_at = std::chrono::steady_clock::now();
+  bool any_event = false;
   for (;;) {
     auto next = co_await stream->next();
     if (!next) {
@@ -133,9 +134,10 @@ awaitable<Reflector::Next> Reflector::watch() {
       }
       ++stats_.resumes;
       // Always a jittered pause after a drop: when a server restart cuts every agent at once they
-      // come back spread over [base/2, base] instead of together. The backoff grows while watches
-      // keep dying young, and starts over once one has stayed up for backoff_reset.
-      if (std::chrono::steady_clock::now() - opened_at >= options_.backoff_reset) backoff_.reset();
+      // come back spread over [base/2, base] instead of together. A watch that died young without
+      // an event (client-go's "very short watch") is a failure: the pause then keeps growing.
+      const bool very_short = !any_event && std::chrono::steady_clock::now() - opened_at < std::chrono::seconds(1);
+      if (!very_short) backoff_.reset();
       const auto delay = backoff_.next();
       ++stats_.drops;
       log->info("watch {} dropped: {}; resuming in {} ms", type_.plural, err.describe(), delay.count());
@@ -147,6 +149,7 @@ awaitable<Reflector::Next> Reflector::watch() {
       backoff_.reset();  // a clean end (timeoutSeconds reached): the server is healthy
       co_return Next::kResume;  // resume from the last version
     }
+    any_event = true;
     auto& ev = **next;
     switch (ev.type) {
       case WatchEventType::kBookmark: break;

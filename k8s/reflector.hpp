@@ -2,8 +2,9 @@
 // Reflector: list-then-watch one collection into a local cache, as client-go's reflector does it.
 //  * list → cache replaced, then watch from the list's resourceVersion with bookmarks;
 //  * the stream ends (timeoutSeconds) → watch again from the last version seen (no relist);
-//  * the connection drops → the same after a jittered backoff, so that agents cut off together (an
-//    API server restart) do not all come back in the same instant;
+//  * the connection drops → the same after a jittered pause ([base/2, base]), so that agents cut off
+//    together (an API server restart) do not all come back in the same instant; a watch that ends
+//    within a second without an event counts as a failure and the pause grows as the backoff does;
 //  * each watch asks for timeoutSeconds drawn from [watch_timeout, 2 × watch_timeout), as
 //    client-go's reflector (minWatchTimeout × (1 + rand)): a fleet started together does not reopen
 //    its watches on one shared five-minute beat;
@@ -36,10 +37,6 @@ struct ReflectorOptions {
   std::size_t max_event_bytes = std::size_t{16} << 20;
   std::chrono::milliseconds backoff_base{200};
   std::chrono::milliseconds backoff_cap{30000};
-  // The backoff starts again from backoff_base only after a watch stayed up this long (client-go's
-  // backoff manager resets after 2 minutes), so a server that accepts and then drops every watch
-  // is retried ever more slowly instead of at the base rate.
-  std::chrono::seconds backoff_reset{120};
 };
 
 // [minimum, 2 × minimum) seconds, uniformly (client-go: minWatchTimeout * (rand.Float64() + 1.0)).
