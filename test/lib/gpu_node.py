@@ -96,8 +96,7 @@ def gpu_config(**fields):
 
 class SimulatedNode:
     def __init__(self, profile="dgx-a100", node="gpu-node-1", api_version=(1, 35), gates="", args=(), drivers=None,
-                 api_process=False, env=None, node_options=(), api_gates=None):
-                 api_process=False, env=None, node_options=(), api_options=None):
+                 api_process=False, env=None, node_options=(), api_gates=None, api_options=None):
         self.profile, self.node, self.gates, self.extra_args = profile, node, gates, list(args)
         self.drivers = drivers or [GPU, CD]
         self.extra_env = dict(env or {})
@@ -107,10 +106,9 @@ class SimulatedNode:
         # node_options: nvdra-fake-node's flags, e.g. ("--driver-container",) for nodes in the driver root's dev/.
         self.driver_root, self.host_root = make_fake_node(self.root, self.env(), node_options)
         api_dir = os.path.join(self.root, "api")
-        self.api = RemoteApiDouble(api_dir, api_version) if api_process else start_in(api_dir, version=api_version, gates=api_gates)
         # api_options: start_in's keywords (serve=False: down at start; path_prefix: behind a proxy).
         self.api = RemoteApiDouble(api_dir, api_version) if api_process else start_in(
-            api_dir, version=api_version, **(api_options or {}))
+            api_dir, version=api_version, gates=api_gates, **(api_options or {}))
         self.api.put_object({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
         self.proc = self.kubelet = self.notify = self.log = None
         self.plugins = {}
