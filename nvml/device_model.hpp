@@ -76,6 +76,7 @@ struct GpuInfo {
   std::optional<std::string> pcie_root;  // "pci0000:64", from sysfs; absent when unknown
   std::optional<int64_t> numa_node;      // from sysfs; absent when unknown or < 0
   std::optional<std::string> addressing_mode;  // "None", "HMM", "ATS"; absent when not supported
+  std::optional<unsigned> module_id;  // nvmlDeviceGetModuleId; absent when NOT_SUPPORTED or 0
   unsigned virtualization_mode = 0;  // NVML_GPU_VIRTUALIZATION_MODE_*: 0 bare metal, 1 passthrough, 2 vGPU guest
   bool mig_capable = false;
   bool mig_enabled = false;       // current mode

@@ -114,6 +114,13 @@ Result<GpuInfo> NvmlGpuLibrary::gpu(unsigned index) {
     if (rc == NVML_SUCCESS) g.addressing_mode = addressing_mode_name(mode.value);
     else if (rc != NVML_ERROR_NOT_SUPPORTED) return error("nvmlDeviceGetAddressingMode", rc, g.uuid);
   }
+  if (s_.nvmlDeviceGetModuleId != nullptr) {
+    // Upstream's gpuModuleID (FabricManagerPartitioning): FM names GPUs by this id.
+    unsigned module = 0;
+    rc = s_.nvmlDeviceGetModuleId(dev, &module);
+    if (rc == NVML_SUCCESS && module != 0) g.module_id = module;
+    else if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED) return error("nvmlDeviceGetModuleId", rc, g.uuid);
+  }
   if (s_.nvmlDeviceGetVirtualizationMode != nullptr) {
     // A vGPU guest cannot create MIG devices (upstream: not dynamic-MIG capable).
     nvmlGpuVirtualizationMode_t mode{};

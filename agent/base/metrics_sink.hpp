@@ -7,6 +7,7 @@
 //
 // Contract: implementations are thread-safe and cheap (a counter increment): they are called on
 // the io_context thread and on WorkerPool threads (checkpoint fsyncs, MIG changes), never block.
+#include <cstddef>
 #include <string_view>
 
 namespace nvdra::metrics {
@@ -28,6 +29,10 @@ class Sink {
   // DynamicMIG: a MIG device (GPU + compute instance) created or destroyed through NVML.
   virtual void mig_device_created() {}
   virtual void mig_device_destroyed() {}
+  // FabricManager: one activate/deactivate call (ok or not) and how long FM took; the number of
+  // partitions the agent holds active after a change.
+  virtual void fabric_partition_call(std::string_view /*op*/, bool /*ok*/, double /*seconds*/) {}
+  virtual void fabric_partitions_active(std::size_t /*count*/) {}
 };
 
 // A Sink that records nothing: the default wherever no Metrics is wired in (tests, tools).

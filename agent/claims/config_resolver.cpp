@@ -49,11 +49,6 @@ std::optional<std::pair<std::string, std::string>> not_acted_on(const OpaqueConf
     return std::pair<std::string, std::string>{
         "kind", "VfioDeviceConfig is not supported by nvdra: it publishes no VFIO devices and does no vfio-pci "
                 "binding (upstream's PassthroughSupport); remove this config"};
-  if (const auto* gpu = std::get_if<GpuConfig>(&c); gpu && gpu->fabric_topology_config)
-    return std::pair<std::string, std::string>{
-        "fabricTopologyConfig", "fabricTopologyConfig is not supported by nvdra: FabricManager partitions are not "
-                                "activated on prepare, so the claim would get its GPUs without the partition it asks "
-                                "for; remove the block"};
   return std::nullopt;
 }
 

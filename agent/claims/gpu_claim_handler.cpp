@@ -7,6 +7,7 @@
 #include "agent/base/log.hpp"
 #include "agent/base/step_clock.hpp"
 #include "agent/claims/device_exclusivity.hpp"
+#include "agent/claims/gpu_claim_planned_group.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "cdi/naming.hpp"
 #include "cdi/spec_builder.hpp"
@@ -97,6 +98,7 @@ Result<std::vector<GpuClaimHandler::PlannedGroup>> GpuClaimHandler::plan_claim(C
     const auto* device = inventory_.find(allocation.results[i].device);
     groups[*g].devices.push_back(device);
     groups[*g].results.push_back(i);
+    if (const auto* gc = std::get_if<GpuConfig>(&resolution->groups[*g].config)) groups[*g].fabric = gc->fabric_topology_config;
     groups[*g].uuids.push_back(device->uuid);
     if (device->type == DeviceType::kGpu) groups[*g].gpu_uuids.push_back(device->uuid);
   }
@@ -160,6 +162,8 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
     for (const auto* d : g.devices) kind.dynamic_mig |= d->dynamic, kind.mig |= d->type == DeviceType::kMig;
   }
   const std::string_view area = kind.area(mps_);
+  auto fabric = fabric_plan_of(claim.uid, *groups);  // fails this claim only, before anything is recorded
+  if (!fabric) co_return for_claim(fabric.error(), claim);
 
   CheckpointedClaim entry{ClaimState::kPrepareStarted, encode_claim_status(*allocation), {}, claim.name,
                           claim.namespace_name, {}};
@@ -173,6 +177,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
   std::map<std::string, nvml::MigDeviceInfo> created;  // DynamicMIG devices, by name
   std::map<std::string, nvml::MigDeviceInfo> shared;   // DynamicMIG devices live for another share
   Status side;
+  if (options_.fabric) side = co_await options_.fabric->activate(claim, *fabric);
   for (const auto& group : *groups) {
     for (const auto* d : group.devices) {
       if (!d->dynamic || !side) continue;
@@ -381,6 +386,8 @@ boost::asio::awaitable<Status> GpuClaimHandler::undo_claim(kubelet::ClaimRef cla
   });
   if (!st) co_return for_claim(st.error(), claim);
   crash_point(area, "unprepare.after-cdi-remove");
+  if (options_.fabric)  // upstream: FM deactivate after sharing is undone, before the entry goes
+    if (auto f = co_await options_.fabric->release(claim); !f) co_return for_claim(f.error(), claim);
   if (auto c = co_await committer_.commit({ClaimUpdate{claim.uid, std::nullopt}}); !c)
     co_return for_claim(c.error(), claim);
   crash_point(area, "unprepare.after-erase");  // durable, kubelet not yet answered

@@ -21,6 +21,7 @@
 #include "agent/claims/checkpoint_committer.hpp"
 #include "agent/claims/claim_source.hpp"
 #include "agent/claims/dynamic_mig.hpp"
+#include "agent/claims/fabric_partitions.hpp"
 #include "agent/claims/gpu_inventory.hpp"
 #include "agent/claims/helper_program_mps.hpp"
 #include "agent/claims/prepared_claim.hpp"
@@ -52,6 +53,9 @@ struct GpuClaimHandlerOptions {
   nvml::GpuLibrary* mig_library = nullptr;
   metrics::Sink* metrics = nullptr;  // where DynamicMIG counts MIG devices; null: nowhere
   bool consumable_shares = false;    // --consumable-shares ≠ disabled (share_step.hpp)
+  // FabricManager partitions (FabricManagerPartitioning / FabricTopologySupport); null: gates off,
+  // FM is never touched. Must outlive the handler.
+  FabricPartitions* fabric = nullptr;
 };
 
 // Whether a checkpointed claim still exists in the API (same namespace, name and UID).
@@ -124,6 +128,9 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   bool mig_used_elsewhere(const std::string& device, const std::string& uid) const;
   boost::asio::awaitable<Status> destroy_migs(const kubelet::ClaimRef& claim, const std::vector<UndoGroup>& groups);
   boost::asio::awaitable<void> reconcile_dynamic_mig(RecoveryReport& report);
+  // FabricManager helpers (gpu_claim_fabric.cpp).
+  Result<FabricPlan> fabric_plan_of(const std::string& uid, const std::vector<PlannedGroup>& groups) const;
+  boost::asio::awaitable<void> adopt_fabric(RecoveryReport& report);
   boost::asio::awaitable<Status> recreate_missing(const std::string& uid, const CheckpointedClaim& entry,
                                                   const std::vector<std::string>& missing, RecoveryReport& report);
 

@@ -25,6 +25,7 @@ std::string claim_uid_of(std::string_view file) {
 
 boost::asio::awaitable<RecoveryReport> GpuClaimHandler::recover(ClaimExists exists) {
   RecoveryReport report;
+  co_await adopt_fabric(report);  // which claims hold which FM partitions, before any is undone
   // A copy: the loop commits (erases entries) while it walks.
   const auto entries = committer_.current().claims;
   for (const auto& [uid, entry] : entries) {
@@ -49,6 +50,8 @@ boost::asio::awaitable<RecoveryReport> GpuClaimHandler::recover(ClaimExists exis
   }
 
   if (dynamic_mig_ && !inventory_.dynamic_gpus().empty()) co_await reconcile_dynamic_mig(report);
+  if (options_.fabric)
+    if (auto st = co_await options_.fabric->reconcile(); !st) report.errors.push_back(st.error());
 
   // optional: co_spawn needs a default-constructible result type.
   auto listed = co_await pool_.run([this] { return std::optional(specs_.list()); });

@@ -1,0 +1,85 @@
+#pragma once
+// FabricPartitions — the claim pipeline's FabricManager step, kept out of the GpuClaimHandler hub.
+// It plans a claim's partitions (fabric_plan.hpp) against FM's table and against the partitions
+// other claims hold, activates them once the claim's PrepareStarted entry is durable (the entry's
+// status — GPUs and fabricTopologyConfig — is the recorded intent: the same plan is recomputed from
+// it after a crash), and deactivates a partition when the last claim holding it lets go.
+//
+// Durable steps (crash points, test/process/crash_points.txt): fm.after-intent-recorded (the
+// PrepareStarted entry names the claim's GPUs and config), fm.after-activate (FM has the partition
+// active), fm.after-deactivate (FM has it inactive; the entry is still there).
+//
+// FM calls run on the worker pool within a deadline; a call past it fails the claim ("did not answer
+// within 30s"), its late answer is dropped. Thread: io_context only (like the handler).
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/base/metrics_sink.hpp"
+#include "agent/claims/fabric_plan.hpp"
+#include "agent/kubelet/claim_handler.hpp"
+#include "fm/fabric_manager.hpp"
+
+namespace nvdra::runtime {
+class WorkerPool;
+}
+
+namespace nvdra::claims {
+
+// FM as the agent found it at start: the connection and its table, or why there is none.
+struct FabricSession {
+  std::shared_ptr<fm::FabricManager> manager;         // null: no FM here
+  std::optional<std::vector<fm::Partition>> table;    // FM's supported partitions at start
+  std::string unavailable;                            // why there is no FM ("" when there is)
+  std::map<std::string, unsigned> module_of_gpu;      // GPU UUID -> module id (NVML)
+};
+
+struct ActivePartition {
+  unsigned id = 0;
+  std::vector<unsigned> modules;
+  std::vector<std::string> claims;  // UIDs holding it
+};
+
+class FabricPartitions {
+ public:
+  FabricPartitions(runtime::WorkerPool& pool, FabricSession session, FabricGates gates, metrics::Sink& metrics,
+                   std::chrono::milliseconds deadline = std::chrono::seconds(30));
+
+  bool enabled() const { return gates_.any(); }
+  // The claim's partitions, or a per-claim error (no FM, no match, overlap with another claim's).
+  Result<FabricPlan> plan(const std::string& uid, const std::vector<std::string>& gpu_uuids,
+                          const std::optional<FabricTopologyConfig>& config) const;
+  // Holds `plan` for the claim and activates its partitions not yet active for another claim.
+  boost::asio::awaitable<Status> activate(const kubelet::ClaimRef& claim, const FabricPlan& plan);
+  // Lets go of the claim's partitions; deactivates those no other claim holds. No-op if it holds none.
+  boost::asio::awaitable<Status> release(const kubelet::ClaimRef& claim);
+  // Start-up: the claim (PrepareStarted or PrepareCompleted in the checkpoint) holds `plan`.
+  void adopt(const std::string& uid, FabricPlan plan);
+  // Start-up, after adopt(): activates partitions held by completed claims that FM lost (an FM
+  // restart), deactivates none (others may have been activated by an administrator).
+  boost::asio::awaitable<Status> reconcile();
+
+  std::vector<ActivePartition> active() const;
+  void on_change(std::function<void()> fn) { on_change_ = std::move(fn); }
+
+ private:
+  boost::asio::awaitable<Status> call(std::function<Status(fm::FabricManager&)> fn, std::string what);
+  bool held_elsewhere(unsigned id, const std::string& uid) const;
+  const fm::Partition* partition(unsigned id) const;
+
+  runtime::WorkerPool& pool_;
+  FabricSession session_;
+  FabricGates gates_;
+  metrics::Sink& metrics_;
+  std::chrono::milliseconds deadline_;
+  std::map<std::string, FabricPlan> held_;  // claim UID -> its plan (activating ones only)
+  std::function<void()> on_change_;
+};
+
+}  // namespace nvdra::claims
