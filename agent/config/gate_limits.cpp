@@ -16,13 +16,6 @@ const std::vector<GateLimit>& gate_limits() {
       {kDeviceMetadata, false,
        "nvdra publishes no VFIO devices, the only devices upstream attaches KEP-5304 metadata to; leave it off",
        false},
-      {kFabricManagerPartitioning, false,
-       "nvdra neither publishes FabricManager partition attributes nor activates partitions on prepare; leave it off",
-       false},
-      {kFabricTopologySupport, false,
-       "nvdra does not act on fabricTopologyConfig (FabricManager partitions are not activated on prepare); leave it "
-       "off",
-       false},
       {kIMEXDaemonsWithDNSNames, true,
        "it only shapes the per-ComputeDomain IMEX daemons of driver-managed mode, which nvdra does not run; leave it "
        "at its default (HostManagedIMEX turns it off by itself)",

@@ -203,10 +203,6 @@ Result<Invocation> load_invocation(const std::vector<std::string>& args, const E
           auto b = parse_go_bool(v);
           if (!b) return invalid(std::string("environment variable FABRIC_TOPOLOGY_SUPPORT: invalid value \"") + v +
                                  "\": must be true or false");
-          if (*b)
-            return invalid("environment variable FABRIC_TOPOLOGY_SUPPORT: true is refused: it turns on feature gate "
-                           "FabricTopologySupport, and nvdra does not act on fabricTopologyConfig (FabricManager "
-                           "partitions are not activated on prepare); unset it");
           (void)o.gates.set(gate::kFabricTopologySupport, *b);
         }
       }
@@ -221,6 +217,10 @@ Result<Invocation> load_invocation(const std::vector<std::string>& args, const E
     }
     if (!st) return st.error();
   }
+
+  // Upstream's FabricManager endpoint (gpu-kubelet-plugin main.go reads them from the environment only).
+  if (const char* v = env("NVIDIA_FABRICMANAGER_ADDRESS")) inv.options.fabricmanager_address = std::string(v);
+  if (const char* v = env("NVIDIA_FABRICMANAGER_UNIX_SOCKET")) inv.options.fabricmanager_unix_socket = v;
 
   if (auto st = cross_validate(inv, inv.log_notes); !st) return st.error();
   return inv;

@@ -26,7 +26,10 @@ std::string options_json() {
   for (const char* all : {"AllAlpha", "AllBeta"})
     gates.push_back(json::object{{"name", all}, {"default", false}, {"stage", "meta"}});
   // Environment variables outside the table that configure a gate.
-  json::array gate_envs{json::object{{"env", "FABRIC_TOPOLOGY_SUPPORT"}, {"gate", "FabricTopologySupport"}}};
+  // (The FabricManager endpoint variables only matter with FabricManagerPartitioning or FabricTopologySupport.)
+  json::array gate_envs{json::object{{"env", "FABRIC_TOPOLOGY_SUPPORT"}, {"gate", "FabricTopologySupport"}},
+                        json::object{{"env", "NVIDIA_FABRICMANAGER_ADDRESS"}, {"gate", "FabricManagerPartitioning"}},
+                        json::object{{"env", "NVIDIA_FABRICMANAGER_UNIX_SOCKET"}, {"gate", "FabricManagerPartitioning"}}};
   return json::serialize(json::object{{"options", std::move(options)}, {"gates", std::move(gates)},
                                       {"gateEnvs", std::move(gate_envs)}}) +
          "\n";

@@ -49,6 +49,10 @@ struct Options {
   // Accepted for drop-in compatibility with upstream manifests; nvdra runs MPS without Deployments.
   std::string image_name;
   FeatureGates gates;
+  // Upstream's environment for reaching NVIDIA Fabric Manager (FabricManagerPartitioning):
+  // NVIDIA_FABRICMANAGER_ADDRESS set (even empty) → TCP; else the unix socket below.
+  std::optional<std::string> fabricmanager_address;
+  std::string fabricmanager_unix_socket;  // "" → <driver root>/run/nvidia-fabricmanager/socket
 
   // nvdra's own.
   std::string config_file;  // the file that was read, empty if none

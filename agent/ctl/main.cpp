@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
       {"devices", {Command::kDevices, "Published devices with their health"}},
       {"claims", {Command::kClaims, "Claims prepared on this node"}},
       {"imex", {Command::kImex, "IMEX mode and the host IMEX unit's state"}},
+      {"fabric", {Command::kFabric, "the Fabric Manager connection and the NVSwitch partitions held for claims"}},
   };
   for (const auto& [name, what] : commands) app.add_subcommand(name, what.second)->fallthrough();
   try {

@@ -42,6 +42,13 @@ std::string imex_table(const StatusSnapshot& s) {
   return t.render();
 }
 
+std::string fabric_table(const StatusSnapshot& s) {
+  Table t({"PARTITION", "MODULES", "CLAIMS"});
+  for (const auto& p : s.fabric.partitions) t.add({std::to_string(p.id), join(p.modules, ","), join(p.claims, ",")});
+  return "fabric manager: " + (s.fabric.manager.empty() ? std::string("not used") : s.fabric.manager) + "\n" +
+         t.render();
+}
+
 std::string status_text(const StatusSnapshot& s) {
   std::string out;
   size_t unhealthy = 0, unknown = 0;
@@ -57,6 +64,9 @@ std::string status_text(const StatusSnapshot& s) {
                              std::to_string(unknown) + " health unknown)"});
   summary.add({"prepared claims", std::to_string(s.claims.size())});
   summary.add({"imex", s.imex.mode.empty() ? "" : s.imex.mode + ", " + s.imex.unit + " " + imex_state(s.imex)});
+  summary.add({"fabric manager", s.fabric.manager.empty() ? "not used"
+                                 : s.fabric.manager + ", " + std::to_string(s.fabric.partitions.size()) +
+                                       " partitions active"});
   out += summary.render();
   Table drivers({"DRIVER", "REGISTRATION", "PUBLISHED", "DETAIL"});
   for (const auto& d : s.drivers) drivers.add({d.name, d.registration, d.published ? "yes" : "no", d.detail});
@@ -95,6 +105,7 @@ std::string render(const StatusSnapshot& s, Command command, Format format) {
       case Command::kDevices: v = json_array(s.devices); break;
       case Command::kClaims: v = json_array(s.claims); break;
       case Command::kImex: v = systemd_bus::to_json(s.imex); break;
+      case Command::kFabric: v = systemd_bus::to_json(s.fabric); break;
     }
     return boost::json::serialize(v) + "\n";
   }
@@ -103,6 +114,7 @@ std::string render(const StatusSnapshot& s, Command command, Format format) {
     case Command::kDevices: return devices_table(s);
     case Command::kClaims: return claims_table(s);
     case Command::kImex: return imex_table(s);
+    case Command::kFabric: return fabric_table(s);
   }
   return {};
 }

@@ -7,7 +7,7 @@
 
 namespace nvdra::ctl {
 
-enum class Command { kStatus, kDevices, kClaims, kImex };
+enum class Command { kStatus, kDevices, kClaims, kImex, kFabric };
 enum class Format { kTable, kJson };
 
 std::string render(const systemd_bus::StatusSnapshot& s, Command command, Format format);

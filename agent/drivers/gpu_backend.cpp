@@ -17,6 +17,7 @@
 #include "agent/drivers/api_claim_source.hpp"
 #include "agent/drivers/checkpoint_rebuild.hpp"
 #include "agent/drivers/driver_checkpoint.hpp"
+#include "agent/drivers/node_fabric.hpp"
 #include "agent/drivers/node_gpus.hpp"
 #include "agent/metrics/metrics.hpp"
 #include "agent/runtime/worker_pool.hpp"
@@ -48,6 +49,8 @@ struct GpuBackend::Parts {
   std::unique_ptr<ApiClaimSource> source;
   std::unique_ptr<claims::MpsControl> mps;
   std::string mps_why;  // which MpsControl and why, logged once the driver is up
+  claims::FabricSession fabric_session;               // FM at start (FabricManagerPartitioning / FabricTopologySupport)
+  std::unique_ptr<claims::FabricPartitions> fabric;  // null: both gates off, FM never touched
   std::unique_ptr<claims::GpuClaimHandler> handler;
 };
 
@@ -167,6 +170,14 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   ho.gates.mps_support = o.gates.enabled("MPSSupport");
   ho.gates.passthrough_support = o.gates.enabled("PassthroughSupport");
   ho.gates.fabric_topology_support = o.gates.enabled("FabricTopologySupport");
+  const claims::FabricGates fabric_gates{o.gates.enabled(config::gate::kFabricManagerPartitioning),
+                                         o.gates.enabled(config::gate::kFabricTopologySupport)};
+  if (fabric_gates.any()) {
+    p.fabric_session = co_await ctx_.workers.run([&o, &model = p.gpus->model] { return open_fabric_session(o, model); });
+    p.fabric = std::make_unique<claims::FabricPartitions>(ctx_.workers, p.fabric_session, fabric_gates, ctx_.metrics);
+    p.fabric->on_change([this] { publish_fabric_status(); });
+    ho.fabric = p.fabric.get();
+  }
   p.handler = std::make_unique<claims::GpuClaimHandler>(ctx_.workers, *p.source, p.inventory, *p.committer, *p.specs,
                                                         *p.mps, ho);
 
@@ -199,6 +210,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
     ctx_.status.record_error(config::kGpuDriverName, "recovery: " + e.describe());
   }
   parts_ = std::move(parts);
+  publish_fabric_status();
   co_return Status{};
 }
 
@@ -211,7 +223,21 @@ boost::asio::awaitable<Result<DriverResources>> GpuBackend::resources() {
   auto shares = nvml::parse_consumable_shares(ctx_.options.consumable_shares);
   nvml::apply_device_options(resources, shares ? *shares : nvml::ConsumableShares{},
                              ctx_.options.gates.enabled(config::gate::kDRAListTypeAttributes));
+  if (parts_->fabric) add_fabric_attributes(resources, parts_->fabric_session, parts_->gpus->model);
   co_return resources;
+}
+
+void GpuBackend::publish_fabric_status() {
+  if (!parts_ || !parts_->fabric) return;
+  systemd_bus::FabricStatus f;
+  const auto& session = parts_->fabric_session;
+  f.manager = session.manager ? session.manager->endpoint() : "unavailable: " + session.unavailable;
+  for (const auto& a : parts_->fabric->active()) {
+    systemd_bus::FabricPartitionStatus p{a.id, {}, a.claims};
+    for (unsigned m : a.modules) p.modules.push_back(std::to_string(m));
+    f.partitions.push_back(std::move(p));
+  }
+  ctx_.status.set_fabric(std::move(f));
 }
 
 std::string GpuBackend::notice() const { return parts_ ? parts_->hook_problem : std::string(); }

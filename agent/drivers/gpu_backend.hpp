@@ -21,6 +21,7 @@ class GpuBackend final : public DriverBackend {
   std::string notice() const override;
 
   struct Parts;  // what start() builds (defined in the .cpp)
+  void publish_fabric_status();  // active FM partitions into the D-Bus status
 
  private:
   RunContext& ctx_;

@@ -73,6 +73,12 @@ struct Metrics::Families {
                                    "MIG devices created by DynamicMIG.")),
         mig_destroyed(build<Counter>(r, "nvdra_mig_devices_destroyed_total",
                                      "MIG devices destroyed by DynamicMIG.")),
+        fabric_calls(build<Counter>(r, "nvdra_fabric_partition_calls_total",
+                                    "Fabric Manager partition activations and deactivations, by operation and result.")),
+        fabric_seconds(build<Histogram>(r, "nvdra_fabric_partition_call_duration_seconds",
+                                        "How long Fabric Manager took to activate or deactivate a partition.")),
+        fabric_active(build<Gauge>(r, "nvdra_fabric_partitions_active",
+                                   "Fabric Manager partitions the agent holds active for prepared claims.")),
         mps_daemons(build<Gauge>(r, "nvdra_mps_control_daemons",
                                  "MPS control daemons held by prepared claims (from the checkpoint).")),
         imex_unit(build<Gauge>(r, "nvdra_imex_unit_state",
@@ -97,6 +103,9 @@ struct Metrics::Families {
   Family<Counter>& checkpoint_fsyncs;
   Family<Counter>& mig_created;
   Family<Counter>& mig_destroyed;
+  Family<Counter>& fabric_calls;
+  Family<Histogram>& fabric_seconds;
+  Family<Gauge>& fabric_active;
   Family<Gauge>& mps_daemons;
   Family<Gauge>& imex_unit;
   Family<Gauge>& build_info;
@@ -191,6 +200,11 @@ void Metrics::checkpoint_fsync(std::string_view driver) {
 }
 void Metrics::mig_device_created() { f_->mig_created.Add({}).Increment(); }
 void Metrics::mig_device_destroyed() { f_->mig_destroyed.Add({}).Increment(); }
+void Metrics::fabric_partition_call(std::string_view op, bool ok, double seconds) {
+  f_->fabric_calls.Add({{"operation", std::string(op)}, {"result", ok ? "ok" : "error"}}).Increment();
+  f_->fabric_seconds.Add({{"operation", std::string(op)}}, kDurationBuckets).Observe(seconds);
+}
+void Metrics::fabric_partitions_active(std::size_t count) { f_->fabric_active.Add({}).Set(static_cast<double>(count)); }
 
 void Metrics::scrape_started() { f_->scrapes_inflight.Add({}).Increment(); }
 void Metrics::scrape_finished(int http_status) {

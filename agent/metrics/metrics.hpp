@@ -65,6 +65,8 @@ class Metrics final : public Sink {
   void checkpoint_fsync(std::string_view driver) override;
   void mig_device_created() override;
   void mig_device_destroyed() override;
+  void fabric_partition_call(std::string_view op, bool ok, double seconds) override;
+  void fabric_partitions_active(std::size_t count) override;
 
   // The page (text exposition format 0.0.4). The handler counts itself: scrape_started() before,
   // scrape_finished(status) after, as promhttp does.

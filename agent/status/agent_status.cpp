@@ -60,6 +60,12 @@ void AgentStatus::set_imex(sb::ImexStatus imex) {
   changed();
 }
 
+void AgentStatus::set_fabric(sb::FabricStatus fabric) {
+  if (snapshot_.fabric == fabric) return;
+  snapshot_.fabric = std::move(fabric);
+  changed();
+}
+
 void AgentStatus::record_error(std::string component, std::string message) {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   auto& errors = snapshot_.last_errors;

@@ -25,6 +25,7 @@ class AgentStatus {
   void set_devices(const std::string& driver, std::vector<systemd_bus::DeviceStatus> devices);
   void set_claims(const std::string& driver, std::vector<systemd_bus::ClaimStatus> claims);
   void set_imex(systemd_bus::ImexStatus imex);
+  void set_fabric(systemd_bus::FabricStatus fabric);
   // Keeps the newest StatusSnapshot::kMaxErrors.
   void record_error(std::string component, std::string message);
 

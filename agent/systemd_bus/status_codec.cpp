@@ -151,6 +151,34 @@ const std::vector<PropertyCodec>& codecs() {
     c.push_back(string_property("ImexUnit", [](auto& s) -> auto& { return s.imex.unit; }));
     c.push_back(string_property("ImexActiveState", [](auto& s) -> auto& { return s.imex.active_state; }));
     c.push_back(string_property("ImexSubState", [](auto& s) -> auto& { return s.imex.sub_state; }));
+    c.push_back(string_property("FabricManager", [](auto& s) -> auto& { return s.fabric.manager; }));
+    c.push_back({{"FabricPartitions", "a(tasas)"},
+                 [](sd_bus_message* m, const StatusSnapshot& s) {
+                   return append_array(m, kFabricPartitionSignature, s.fabric.partitions,
+                                       [](sd_bus_message* msg, const FabricPartitionStatus& p) {
+                                         int r = sd_bus_message_open_container(msg, SD_BUS_TYPE_STRUCT, "tasas");
+                                         if (r >= 0) r = sd_bus_message_append_basic(msg, 't', &p.id);
+                                         if (r >= 0) r = append_strv(msg, p.modules);
+                                         if (r >= 0) r = append_strv(msg, p.claims);
+                                         return r < 0 ? r : sd_bus_message_close_container(msg);
+                                       });
+                 },
+                 [](Message& m, StatusSnapshot& s) {
+                   return read_array(m, kFabricPartitionSignature, s.fabric.partitions,
+                                     [](Message& in, FabricPartitionStatus& p) -> Status {
+                                       if (auto st = read_into(in, p.id); !st) return st;
+                                       auto modules = in.read_strings();
+                                       if (!modules) return modules.error();
+                                       p.modules = std::move(*modules);
+                                       auto claims = in.read_strings();
+                                       if (!claims) return claims.error();
+                                       p.claims = std::move(*claims);
+                                       return {};
+                                     });
+                 },
+                 [](const StatusSnapshot& a, const StatusSnapshot& b) {
+                   return a.fabric.partitions == b.fabric.partitions;
+                 }});
     c.push_back({{"LastErrors", "a(tss)"},
                  [](sd_bus_message* m, const StatusSnapshot& s) {
                    return append_array(m, kErrorSignature, s.last_errors, append_error);

@@ -34,6 +34,7 @@ inline constexpr const char* kDriverSignature = "(ssbs)";
 inline constexpr const char* kDeviceSignature = "(sssss)";
 inline constexpr const char* kClaimSignature = "(sssssas)";
 inline constexpr const char* kErrorSignature = "(tss)";
+inline constexpr const char* kFabricPartitionSignature = "(tasas)";
 
 struct PropertySpec {
   const char* name;

@@ -37,6 +37,17 @@ boost::json::value to_json(const ImexStatus& i) {
       {"mode", i.mode}, {"unit", i.unit}, {"activeState", i.active_state}, {"subState", i.sub_state}};
 }
 
+boost::json::value to_json(const FabricStatus& f) {
+  boost::json::array partitions;
+  for (const auto& p : f.partitions) {
+    boost::json::array modules, claims;
+    for (const auto& m : p.modules) modules.emplace_back(m);
+    for (const auto& c : p.claims) claims.emplace_back(c);
+    partitions.push_back(boost::json::object{{"id", p.id}, {"modules", std::move(modules)}, {"claims", std::move(claims)}});
+  }
+  return boost::json::object{{"manager", f.manager}, {"partitions", std::move(partitions)}};
+}
+
 boost::json::value to_json(const ErrorRecord& e) {
   return boost::json::object{{"timeUsec", e.when_usec}, {"component", e.component}, {"message", e.message}};
 }
@@ -49,6 +60,7 @@ boost::json::value to_json(const StatusSnapshot& s) {
                              {"devices", array_of(s.devices)},
                              {"claims", array_of(s.claims)},
                              {"imex", to_json(s.imex)},
+                             {"fabric", to_json(s.fabric)},
                              {"lastErrors", array_of(s.last_errors)}};
 }
 

@@ -12,6 +12,7 @@ boost::json::value to_json(const DriverStatus& d);
 boost::json::value to_json(const DeviceStatus& d);
 boost::json::value to_json(const ClaimStatus& c);
 boost::json::value to_json(const ImexStatus& i);
+boost::json::value to_json(const FabricStatus& f);
 boost::json::value to_json(const ErrorRecord& e);
 
 }  // namespace nvdra::systemd_bus

@@ -54,6 +54,20 @@ struct ImexStatus {
   bool operator==(const ImexStatus&) const = default;
 };
 
+// NVIDIA Fabric Manager (FabricManagerPartitioning / FabricTopologySupport): where the agent is
+// connected, and the NVSwitch partitions it holds active for prepared claims.
+struct FabricPartitionStatus {
+  uint64_t id = 0;
+  std::vector<std::string> modules;  // GPU module ids of the partition
+  std::vector<std::string> claims;   // UIDs of the prepared claims holding it
+  bool operator==(const FabricPartitionStatus&) const = default;
+};
+struct FabricStatus {
+  std::string manager;  // "unix:/run/nvidia-fabricmanager/socket", "unavailable: <why>", "" (gates off)
+  std::vector<FabricPartitionStatus> partitions;
+  bool operator==(const FabricStatus&) const = default;
+};
+
 struct ErrorRecord {
   uint64_t when_usec = 0;  // CLOCK_REALTIME, microseconds since the epoch
   std::string component;   // the logger name: "kubelet", "claims", "imex", …
@@ -69,6 +83,7 @@ struct StatusSnapshot {
   std::vector<DeviceStatus> devices;
   std::vector<ClaimStatus> claims;
   ImexStatus imex;
+  FabricStatus fabric;
   std::vector<ErrorRecord> last_errors;  // newest last; the agent keeps at most kMaxErrors
   bool operator==(const StatusSnapshot&) const = default;
 
