@@ -81,8 +81,7 @@ asio::awaitable<Status> FabricPartitions::call(std::function<Status(fm::FabricMa
   co_await shared->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   if (shared->result) co_return std::move(*shared->result);
   co_return make_error(ErrorCode::kUnavailable,
-                       "fabric manager: " + what + " did not answer within " +
-                           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(deadline_).count()) + "s");
+                       "fabric manager: " + what + " did not answer within " + std::to_string(deadline_.count()) + " ms");
 }
 
 bool FabricPartitions::held_elsewhere(unsigned id, const std::string& uid) const {

@@ -9,8 +9,7 @@
 // PrepareStarted entry names the claim's GPUs and config), fm.after-activate (FM has the partition
 // active), fm.after-deactivate (FM has it inactive; the entry is still there).
 //
-// FM calls run on the worker pool within a deadline; a call past it fails the claim ("did not answer
-// within 30s"), its late answer is dropped. Thread: io_context only (like the handler).
+// FM calls run on the worker pool within a deadline; a call past it fails the claim , its late answer is dropped. Thread: io_context only (like the handler).
 #include <boost/asio/awaitable.hpp>
 
 #include <chrono>

@@ -214,18 +214,22 @@ TEST(ConfigResolver, VfioDeviceConfigFailsTheClaimNamingTheBlock) {
   EXPECT_EQ(r.error().claim, "ns/claim (uid-1)");
 }
 
-TEST(ConfigResolver, FabricTopologyConfigFailsTheClaimEvenWhereAnotherConfigWins) {
+TEST(ConfigResolver, FabricTopologyConfigReachesItsGroupLikeAnyGpuConfig) {
+  // Issue 21: the block is acted on at prepare (agent/claims/fabric_plan.hpp), so the resolver keeps
+  // it in the group's config; the claim's own config wins over the class's as for sharing.
   constexpr const char* kFabric =
       R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","fabricTopologyConfig":{"strategy":"Manual","partitionIDs":["p1"]}})";
-  auto in = gpu_claim({gpu("a", "gpu-0")}, {entry("FromClass", {}, kFabric), entry("FromClaim", {}, kGpuMps)});
+  auto in = gpu_claim({gpu("a", "gpu-0")}, {entry("FromClass", {}, kGpuMps), entry("FromClaim", {}, kFabric)});
   in.gates.fabric_topology_support = true;
+  in.gates.mps_support = true;
   auto r = resolve_configs(in);
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("fabricTopologyConfig is not supported by nvdra: FabricManager partitions are not "
-                                   "activated on prepare"),
-            std::string::npos)
-      << r.error().message;
-  EXPECT_EQ(r.error().field, "status.allocation.devices.config[0].opaque.parameters.fabricTopologyConfig");
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  ASSERT_EQ(r->groups.size(), 1u);
+  const auto* g = std::get_if<GpuConfig>(&r->groups[0].config);
+  ASSERT_NE(g, nullptr);
+  ASSERT_TRUE(g->fabric_topology_config);
+  EXPECT_EQ(g->fabric_topology_config->strategy, "Manual");
+  EXPECT_EQ(g->fabric_topology_config->partition_ids, std::vector<std::string>{"p1"});
 }
 
 }  // namespace

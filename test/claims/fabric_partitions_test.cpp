@@ -1,0 +1,131 @@
+// FabricPartitions against the FakeFabricManager: activation after the plan, shared partitions
+// released by their last claim, overlap refused per claim, FM errors and the deadline.
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "agent/claims/fabric_partitions.hpp"
+#include "agent/runtime/worker_pool.hpp"
+#include "fm/fake_fabric_manager.hpp"
+#include "test/support/run_awaitable.hpp"
+
+namespace nvdra::claims {
+namespace {
+
+using nvdra::testing::run_awaitable;
+
+class FabricPartitionsTest : public ::testing::Test {
+ protected:
+  FabricPartitionsTest() {
+    for (unsigned m = 1; m <= 8; ++m) session_.module_of_gpu["GPU-" + std::to_string(m)] = m;
+    session_.manager = fake_;
+    session_.table = fm::hgx8_partitions();
+    fabric_ = std::make_unique<FabricPartitions>(pool_, session_, FabricGates{true, true}, metrics::null_sink());
+  }
+  static std::vector<std::string> gpus(std::initializer_list<unsigned> modules) {
+    std::vector<std::string> out;
+    for (unsigned m : modules) out.push_back("GPU-" + std::to_string(m));
+    return out;
+  }
+  Status prepare(const std::string& uid, std::vector<std::string> g, std::optional<FabricTopologyConfig> c = {}) {
+    auto plan = fabric_->plan(uid, g, c);
+    if (!plan) return plan.error();
+    return run_awaitable(io_, fabric_->activate(kubelet::ClaimRef{"ns", uid, uid}, *plan));
+  }
+  Status release(const std::string& uid) { return run_awaitable(io_, fabric_->release(kubelet::ClaimRef{"ns", uid, uid})); }
+
+  boost::asio::io_context io_;
+  runtime::WorkerPool pool_{2};
+  std::shared_ptr<fm::FakeFabricManager> fake_ = std::make_shared<fm::FakeFabricManager>();
+  FabricSession session_;
+  std::unique_ptr<FabricPartitions> fabric_;
+};
+
+TEST_F(FabricPartitionsTest, AFourGpuClaimActivatesItsPartitionAndReleaseDeactivatesIt) {
+  ASSERT_TRUE(prepare("a", gpus({5, 6, 7, 8})));
+  EXPECT_EQ(fake_->active(), std::vector<unsigned>{3});
+  ASSERT_EQ(fabric_->active().size(), 1u);
+  EXPECT_EQ(fabric_->active()[0].claims, std::vector<std::string>{"a"});
+  ASSERT_TRUE(release("a"));
+  EXPECT_TRUE(fake_->active().empty());
+  EXPECT_TRUE(release("a"));  // again: nothing held, nothing called
+  EXPECT_EQ(fake_->calls("deactivate"), 1);
+}
+
+TEST_F(FabricPartitionsTest, APartitionTwoClaimsHoldStaysActiveUntilTheLastLetsGo) {
+  FabricTopologyConfig manual{"Manual", std::nullopt, "BareMetal", {}, {}, {"1"}};
+  ASSERT_TRUE(prepare("a", gpus({1, 2}), manual));
+  ASSERT_TRUE(prepare("b", gpus({3, 4}), manual));
+  EXPECT_EQ(fake_->active(), std::vector<unsigned>{1});
+  ASSERT_TRUE(release("a"));
+  EXPECT_EQ(fake_->active(), std::vector<unsigned>{1});
+  ASSERT_TRUE(release("b"));
+  EXPECT_TRUE(fake_->active().empty());
+}
+
+TEST_F(FabricPartitionsTest, AnOverlappingClaimFailsAloneBeforeFmIsAsked) {
+  ASSERT_TRUE(prepare("a", gpus({1, 2, 3, 4})));
+  FabricTopologyConfig manual{"Manual", std::nullopt, "BareMetal", {}, {}, {"1"}};
+  auto st = prepare("b", gpus({5, 6}), manual);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("overlaps partition 2 [1 2 3 4], which prepared claim a holds"), std::string::npos)
+      << st.error().message;
+  EXPECT_EQ(fake_->calls("activate"), 1);
+  EXPECT_EQ(fake_->active(), std::vector<unsigned>{2});
+}
+
+TEST_F(FabricPartitionsTest, AnFmErrorNamesTheCallAndTheReturnCodeAndReleaseUndoesIt) {
+  fake_->fail_next("activate", -10);
+  auto st = prepare("a", gpus({1, 2}));
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message, "fabric manager: fmActivateFabricPartition(4): FM_ST_NVLINK_ERROR (-10)");
+  ASSERT_TRUE(release("a"));  // the handler's rollback: deactivating an inactive partition succeeds
+  EXPECT_TRUE(fake_->active().empty());
+}
+
+TEST_F(FabricPartitionsTest, AdoptedClaimsAreReactivatedWhenFmLostThem) {
+  auto plan = fabric_->plan("a", gpus({1, 2}), std::nullopt);
+  ASSERT_TRUE(plan.ok());
+  fabric_->adopt("a", *plan);
+  ASSERT_TRUE(run_awaitable(io_, fabric_->reconcile()));
+  EXPECT_EQ(fake_->active(), std::vector<unsigned>{4});
+}
+
+// An FM that does not answer: the call fails at the deadline, the agent does not hang.
+class StuckFabricManager final : public fm::FabricManager {
+ public:
+  Result<std::vector<fm::Partition>> partitions() override { return fm::hgx8_partitions(); }
+  Status activate(unsigned) override {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return released; });
+    return {};
+  }
+  Status deactivate(unsigned) override { return {}; }
+  std::string endpoint() const override { return "stuck:"; }
+  void release() {
+    std::lock_guard lock(mu);
+    released = true;
+    cv.notify_all();
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false;
+};
+
+TEST_F(FabricPartitionsTest, AnFmCallPastTheDeadlineFailsTheClaim) {
+  auto stuck = std::make_shared<StuckFabricManager>();
+  session_.manager = stuck;
+  FabricPartitions fabric(pool_, session_, FabricGates{true, false}, metrics::null_sink(), std::chrono::milliseconds(50));
+  auto plan = fabric.plan("a", gpus({1, 2}), std::nullopt);
+  ASSERT_TRUE(plan.ok());
+  auto st = run_awaitable(io_, fabric.activate(kubelet::ClaimRef{"ns", "a", "a"}, *plan));
+  stuck->release();
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message, "fabric manager: fmActivateFabricPartition(4) did not answer within 50 ms");
+}
+
+}  // namespace
+}  // namespace nvdra::claims
