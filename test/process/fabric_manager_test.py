@@ -1,0 +1,166 @@
+"""FabricManager partitions end to end (issue 21) on the hgx-h100-nvswitch profile: the agent finds
+the NVSwitches under the host root and the mock libnvfm.so.1 under the driver root, connects to
+"FM" over the driver root's unix socket, publishes upstream's partition attributes and activates /
+deactivates partitions as claims come and go. What FM did is read from the mock's state file.
+
+Module ids of the profile's GPUs: gpu-0:7 gpu-1:5 gpu-2:6 gpu-3:8 gpu-4:1 gpu-5:3 gpu-6:4 gpu-7:2.
+HGX table: 1 [1..8], 2 [1 2 3 4], 3 [5 6 7 8], 4 [1 2], 5 [3 4], 6 [5 6], 7 [7 8], 8..15 [1]..[8]."""
+import glob
+import json
+import os
+import unittest
+
+import grpc
+
+from gpu_node import SimulatedNode, gpu_config
+from nvdra_testlib import BINARY_DIR
+
+MOCK_FM = os.path.join(BINARY_DIR, "fm-mock", "libnvfm.so.1")
+PROFILE = "hgx-h100-nvswitch"
+BOARD_5678 = [("gpu", "gpu-1"), ("gpu", "gpu-2"), ("gpu", "gpu-0"), ("gpu", "gpu-3")]  # partition 3
+PAIR_12 = [("gpu", "gpu-4"), ("gpu", "gpu-7")]  # modules 1, 2: partition 4
+
+
+def fabric_node(gates="", env=None, socket=True):
+    """A simulated HGX H100 node with 4 NVSwitches and FM's library and socket in the driver root."""
+    node = SimulatedNode(profile=PROFILE, gates=gates, env=env)
+    lib_dir = os.path.join(node.driver_root, "usr/lib/x86_64-linux-gnu")
+    os.makedirs(lib_dir, exist_ok=True)
+    os.symlink(MOCK_FM, os.path.join(lib_dir, "libnvfm.so.1"))
+    switches = os.path.join(node.host_root, "proc/driver/nvidia-nvswitch/devices")
+    os.makedirs(switches, exist_ok=True)
+    for bdf in ("0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"):
+        open(os.path.join(switches, bdf), "w").close()
+    if socket:
+        os.makedirs(os.path.join(node.driver_root, "run/nvidia-fabricmanager"), exist_ok=True)
+        open(os.path.join(node.driver_root, "run/nvidia-fabricmanager/socket"), "w").close()
+    return node
+
+
+def fm_state(node):
+    """The mock FM's state ({} when the agent never connected)."""
+    path = os.path.join(node.mock_state, PROFILE + ".fm.state")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
+def fabric(**fields):
+    return gpu_config(fabricTopologyConfig=fields)
+
+
+class FabricManagerPartitions(unittest.TestCase):
+    def start(self, gates="FabricManagerPartitioning=true", **kw):
+        node = fabric_node(gates, **kw)
+        self.addCleanup(node.cleanup)
+        node.start()
+        return node
+
+    def prepare(self, node, claims):
+        return node.gpu().prepare(claims)
+
+    def test_slices_carry_the_partition_attributes(self):
+        node = self.start()
+        devices = node.published()
+        attrs = devices["gpu-0"]["attributes"]  # module 7
+        self.assertEqual(attrs["gpuModuleID"], {"int": 7})
+        self.assertEqual([attrs[f"partition{n}"] for n in (8, 4, 2, 1)],
+                         [{"int": 1}, {"int": 3}, {"int": 7}, {"int": 14}])
+        self.assertEqual(devices["gpu-4"]["attributes"]["partition4"], {"int": 2})  # module 1
+        self.assertRegex(node.agent_log(), r"fabric manager endpoint=unix:\S+/run/nvidia-fabricmanager/socket "
+                                           r"partitions=15 active=0")
+
+    def test_a_four_gpu_claim_activates_its_partition_and_unprepare_deactivates_it(self):
+        node = self.start()
+        claim = node.allocate("pod-a", BOARD_5678)
+        self.assertEqual(self.prepare(node, [claim])[claim.uid]["error"], "")
+        self.assertEqual(fm_state(node)["active"], [3])
+        node.wait_log(r"fabric partition 3 \[5 6 7 8\] activated for claim default/pod-a")
+        self.assertEqual(node.gpu().unprepare([claim])[claim.uid], "")
+        self.assertEqual(fm_state(node)["active"], [])
+        node.wait_log(r"fabric partition 3 deactivated")
+        # Upstream's rule: GPUs that are no partition fail with upstream's message, FM untouched.
+        odd = node.allocate("pod-b", [("gpu", "gpu-4"), ("gpu", "gpu-1")])
+        error = self.prepare(node, [odd])[odd.uid]["error"]
+        self.assertIn("fabric manager: GPU module set [1 5] does not match any FM partition; refusing partition "
+                      "activation", error)
+        self.assertEqual(fm_state(node)["calls"]["fmActivateFabricPartition"], 1)
+
+    def test_manual_with_a_wrong_id_fails_naming_it(self):
+        node = self.start("FabricTopologySupport=true")
+        claim = node.allocate("pod-a", PAIR_12, configs=[((), fabric(strategy="Manual", partitionIDs=["partition-42"]))])
+        error = self.prepare(node, [claim])[claim.uid]["error"]
+        self.assertIn("fabricTopologyConfig.partitionIDs[0]", error)
+        self.assertIn('partition "partition-42" is not a Fabric Manager partition of this node', error)
+        self.assertEqual(fm_state(node).get("calls", {}).get("fmActivateFabricPartition", 0), 0)
+        self.assertEqual(node.checkpoint(), {})
+        good = node.allocate("pod-b", PAIR_12, configs=[((), fabric(strategy="Manual", partitionIDs=["4"]))])
+        self.assertEqual(self.prepare(node, [good])[good.uid]["error"], "")
+        self.assertEqual(fm_state(node)["active"], [4])
+
+    def test_an_overlapping_claim_fails_only_itself(self):
+        node = self.start("FabricManagerPartitioning=true,FabricTopologySupport=true")
+        a = node.allocate("pod-a", BOARD_5678)
+        self.assertEqual(self.prepare(node, [a])[a.uid]["error"], "")
+        whole = node.allocate("pod-b", PAIR_12, configs=[((), fabric(strategy="Manual", partitionIDs=["1"]))])
+        pair = node.allocate("pod-c", [("gpu", "gpu-5"), ("gpu", "gpu-6")])  # modules 3, 4: partition 5
+        answer = self.prepare(node, [whole, pair])
+        self.assertIn("overlaps partition 3 [5 6 7 8], which prepared claim " + a.uid, answer[whole.uid]["error"])
+        self.assertEqual(answer[pair.uid]["error"], "")
+        self.assertEqual(fm_state(node)["active"], [3, 5])
+        self.assertEqual(sorted(node.checkpoint()), sorted([a.uid, pair.uid]))
+
+    def test_seed_environment_switch_and_auto_strategy(self):
+        node = self.start(gates="", env={"FABRIC_TOPOLOGY_SUPPORT": "true"})
+        claim = node.allocate("pod-a", BOARD_5678, configs=[((), fabric(strategy="Auto", partitionSize=4,
+                                                                         minBandwidth=600.0))])
+        self.assertEqual(self.prepare(node, [claim])[claim.uid]["error"], "")
+        self.assertEqual(fm_state(node)["active"], [3])
+        latency = node.allocate("pod-b", PAIR_12, configs=[((), fabric(strategy="Auto", maxLatency=0.1))])
+        self.assertIn("fabricTopologyConfig.maxLatency", self.prepare(node, [latency])[latency.uid]["error"])
+
+    def test_kill_after_activation_then_restart_converges(self):
+        node = fabric_node("FabricManagerPartitioning=true", env={"NVDRA_CRASH_POINT": "fm.after-activate"})
+        self.addCleanup(node.cleanup)
+        node.start()
+        claim = node.allocate("pod-a", BOARD_5678)
+        with self.assertRaises(grpc.RpcError):
+            self.prepare(node, [claim])
+        self.assertEqual(node.proc.wait(timeout=30), -9)
+        node._close_run()
+        self.assertEqual(fm_state(node)["active"], [3])  # activated, the claim not completed
+        self.assertEqual(node.checkpoint()[claim.uid]["checkpointState"], "PrepareStarted")
+        del node.extra_env["NVDRA_CRASH_POINT"]
+        node.start()
+        # Start-up rolled the unfinished prepare back: partition released, entry gone.
+        self.assertEqual(fm_state(node)["active"], [])
+        self.assertEqual(node.checkpoint(), {})
+        self.assertEqual(self.prepare(node, [claim])[claim.uid]["error"], "")
+        self.assertEqual(fm_state(node)["active"], [3])
+
+    def test_with_the_gates_off_nothing_of_fm_is_touched(self):
+        node = self.start(gates="")
+        devices = node.published()
+        self.assertNotIn("gpuModuleID", devices["gpu-0"]["attributes"])
+        self.assertNotIn("partition4", devices["gpu-0"]["attributes"])
+        claim = node.allocate("pod-a", BOARD_5678)
+        self.assertEqual(self.prepare(node, [claim])[claim.uid]["error"], "")
+        self.assertEqual(fm_state(node), {}, "the agent connected to FM")
+        self.assertNotIn("fabric manager", node.agent_log())
+
+    def test_fabricmanager_endpoint_environment(self):
+        # NVIDIA_FABRICMANAGER_ADDRESS set but empty: TCP to 127.0.0.1, as upstream.
+        tcp = self.start(env={"NVIDIA_FABRICMANAGER_ADDRESS": ""}, socket=False)
+        self.assertEqual(fm_state(tcp)["lastConnect"], "tcp:127.0.0.1")
+        self.assertIn("partition4", tcp.published()["gpu-0"]["attributes"])
+        # NVIDIA_FABRICMANAGER_UNIX_SOCKET elsewhere, where no FM listens: no FM, no attributes.
+        lost = self.start(env={"NVIDIA_FABRICMANAGER_UNIX_SOCKET": "/nonexistent/fm.socket"})
+        self.assertEqual(fm_state(lost)["lastConnect"], "unix:/nonexistent/fm.socket")
+        self.assertNotIn("partition4", lost.published()["gpu-0"]["attributes"])
+        self.assertIn("fabric manager unavailable: fabric manager: fmConnect(unix:/nonexistent/fm.socket): "
+                      "FM_ST_CONNECTION_NOT_VALID (-9)", lost.agent_log())
+
+
+if __name__ == "__main__":
+    unittest.main()
