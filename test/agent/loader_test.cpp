@@ -123,16 +123,33 @@ TEST_F(LoaderTest, GatesMergeFileThenEnvThenFlag) {
   EXPECT_TRUE(inv->options.gates.enabled(gate::kDynamicMIG));
 }
 
-TEST_F(LoaderTest, FabricTopologySupportFromEnvironmentIsReadAndRefusedWhenTrue) {
+TEST_F(LoaderTest, FabricTopologySupportFromEnvironmentTurnsTheGateOnOrOff) {
   env_["FABRIC_TOPOLOGY_SUPPORT"] = "false";
   auto off = load({"--node-name", "n"});
   ASSERT_TRUE(off) << off.error().message;
   EXPECT_FALSE(off->options.gates.enabled(gate::kFabricTopologySupport));
   env_["FABRIC_TOPOLOGY_SUPPORT"] = "true";
   auto on = load({"--node-name", "n"});
-  ASSERT_FALSE(on);
-  EXPECT_EQ(on.error().message.rfind("environment variable FABRIC_TOPOLOGY_SUPPORT: true is refused: ", 0), 0u)
-      << on.error().message;
+  ASSERT_TRUE(on) << on.error().message;
+  EXPECT_TRUE(on->options.gates.enabled(gate::kFabricTopologySupport));
+  env_["FABRIC_TOPOLOGY_SUPPORT"] = "maybe";
+  auto bad = load({"--node-name", "n"});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message.rfind("environment variable FABRIC_TOPOLOGY_SUPPORT: invalid value \"maybe\"", 0), 0u)
+      << bad.error().message;
+}
+
+TEST_F(LoaderTest, FabricManagerEndpointComesFromUpstreamsEnvironment) {
+  auto unset = load({"--node-name", "n"});
+  ASSERT_TRUE(unset) << unset.error().message;
+  EXPECT_FALSE(unset->options.fabricmanager_address);
+  EXPECT_EQ(unset->options.fabricmanager_unix_socket, "");
+  env_["NVIDIA_FABRICMANAGER_ADDRESS"] = "";
+  env_["NVIDIA_FABRICMANAGER_UNIX_SOCKET"] = "/run/fm.sock";
+  auto set = load({"--node-name", "n"});
+  ASSERT_TRUE(set) << set.error().message;
+  EXPECT_EQ(set->options.fabricmanager_address, std::optional<std::string>(""));  // set, even empty: TCP
+  EXPECT_EQ(set->options.fabricmanager_unix_socket, "/run/fm.sock");
 }
 
 TEST_F(LoaderTest, HostManagedImexOverridesAreReportedForLogging) {
