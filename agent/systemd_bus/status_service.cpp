@@ -73,6 +73,8 @@ Status StatusService::on_connect(sd_bus* bus) {
       SD_BUS_PROPERTY("ImexUnit", "s", StatusCallbacks::get_property, 0, kProperty),
       SD_BUS_PROPERTY("ImexActiveState", "s", StatusCallbacks::get_property, 0, kProperty),
       SD_BUS_PROPERTY("ImexSubState", "s", StatusCallbacks::get_property, 0, kProperty),
+      SD_BUS_PROPERTY("FabricManager", "s", StatusCallbacks::get_property, 0, kProperty),
+      SD_BUS_PROPERTY("FabricPartitions", "a(tasas)", StatusCallbacks::get_property, 0, kProperty),
       SD_BUS_PROPERTY("LastErrors", "a(tss)", StatusCallbacks::get_property, 0, kProperty),
       SD_BUS_METHOD_WITH_ARGS("GetStatusJson", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", json),
                               StatusCallbacks::method_get_status_json, SD_BUS_VTABLE_UNPRIVILEGED),

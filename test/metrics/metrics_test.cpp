@@ -124,6 +124,22 @@ TEST(Metrics, SinkEventsMoveTheNvdraSeries) {
   EXPECT_EQ(s.at("nvdra_mps_control_daemons{driver=\"gpu.nvidia.com\"}"), "3");
 }
 
+TEST(Metrics, FabricPartitionCallsAreCountedTimedAndTheHeldOnesGauged) {
+  Metrics m("node-a", "v", {kGpu});
+  EXPECT_EQ(samples(m.render()).count("nvdra_fabric_partitions_active"), 0u);  // no FM, no series
+  Sink& sink = m;
+  sink.fabric_partition_call("activate", true, 0.002);
+  sink.fabric_partition_call("activate", false, 0.001);
+  sink.fabric_partition_call("deactivate", true, 0.003);
+  sink.fabric_partitions_active(2);
+  const auto s = samples(m.render());
+  EXPECT_EQ(s.at("nvdra_fabric_partition_calls_total{operation=\"activate\",result=\"ok\"}"), "1");
+  EXPECT_EQ(s.at("nvdra_fabric_partition_calls_total{operation=\"activate\",result=\"error\"}"), "1");
+  EXPECT_EQ(s.at("nvdra_fabric_partition_call_duration_seconds_count{operation=\"activate\"}"), "2");
+  EXPECT_EQ(s.at("nvdra_fabric_partition_call_duration_seconds_count{operation=\"deactivate\"}"), "1");
+  EXPECT_EQ(s.at("nvdra_fabric_partitions_active"), "2");
+}
+
 TEST(Metrics, ImexUnitStateIsAStateSet) {
   Metrics m("node-a", "v", {});
   m.set_imex_unit("nvidia-imex.service", "unknown");

@@ -5,15 +5,20 @@ deactivates partitions as claims come and go. What FM did is read from the mock'
 
 Module ids of the profile's GPUs: gpu-0:7 gpu-1:5 gpu-2:6 gpu-3:8 gpu-4:1 gpu-5:3 gpu-6:4 gpu-7:2.
 HGX table: 1 [1..8], 2 [1 2 3 4], 3 [5 6 7 8], 4 [1 2], 5 [3 4], 6 [5 6], 7 [7 8], 8..15 [1]..[8]."""
-import glob
 import json
 import os
+import subprocess
+import sys
 import unittest
 
 import grpc
 
-from gpu_node import SimulatedNode, gpu_config
-from nvdra_testlib import BINARY_DIR
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "systemd"))
+from gpu_node import SimulatedNode, gpu_config  # noqa: E402
+from nvdra_testlib import BINARY_DIR, SOURCE_DIR  # noqa: E402
+from private_dbus import PrivateDbus  # noqa: E402
+
+NVDRACTL = os.path.join(BINARY_DIR, "agent", "ctl", "nvdractl")
 
 MOCK_FM = os.path.join(BINARY_DIR, "fm-mock", "libnvfm.so.1")
 PROFILE = "hgx-h100-nvswitch"
@@ -160,6 +165,31 @@ class FabricManagerPartitions(unittest.TestCase):
         self.assertNotIn("partition4", lost.published()["gpu-0"]["attributes"])
         self.assertIn("fabric manager unavailable: fabric manager: fmConnect(unix:/nonexistent/fm.socket): "
                       "FM_ST_CONNECTION_NOT_VALID (-9)", lost.agent_log())
+
+    def test_nvdractl_shows_the_partitions_held_for_claims(self):
+        import pwd
+        with open(os.path.join(SOURCE_DIR, "packaging", "debian", "io.nvdra.Agent1.conf")) as f:
+            policy = f.read()
+        if os.geteuid() != 0:
+            me = pwd.getpwuid(os.geteuid()).pw_name
+            policy = policy.replace('user="root"', f'user="{me}"').replace('group="nvdra"', 'group="root"')
+        bus = PrivateDbus(policy)
+        self.addCleanup(bus.close)
+        node = self.start(env={"DBUS_SYSTEM_BUS_ADDRESS": bus.address})
+        claim = node.allocate("pod-a", BOARD_5678)
+        self.assertEqual(self.prepare(node, [claim])[claim.uid]["error"], "")
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DBUS_SYSTEM_BUS_ADDRESS": bus.address}
+        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+            if k in os.environ:
+                env[k] = os.environ[k]
+        out = subprocess.run([NVDRACTL, "-o", "json", "fabric"], env=env, capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        fabric_status = json.loads(out.stdout)
+        self.assertTrue(fabric_status["manager"].startswith("unix:"), fabric_status)
+        self.assertEqual(fabric_status["partitions"], [{"id": 3, "modules": ["5", "6", "7", "8"], "claims": [claim.uid]}])
+        self.assertEqual(node.gpu().unprepare([claim])[claim.uid], "")
+        out = subprocess.run([NVDRACTL, "-o", "json", "fabric"], env=env, capture_output=True, text=True, timeout=30)
+        self.assertEqual(json.loads(out.stdout)["partitions"], [])
 
 
 if __name__ == "__main__":

@@ -73,3 +73,16 @@ TEST(NvdractlRender, JsonStatusCarriesEverySection) {
     EXPECT_TRUE(o.contains(key)) << key;
   EXPECT_EQ(o.at("imex").as_object().at("activeState").as_string(), "active");
 }
+
+TEST(NvdractlRender, FabricShowsTheEndpointAndEachHeldPartition) {
+  const auto s = nvdra::test::sample_snapshot();
+  const auto table = lines_of(nvdra::ctl::render(s, Command::kFabric, Format::kTable));
+  ASSERT_EQ(table.size(), 3u);
+  EXPECT_EQ(table[0], "fabric manager: unix:/run/nvidia-fabricmanager/socket");
+  EXPECT_NE(table[2].find("5,6,7,8"), std::string::npos) << table[2];
+  EXPECT_NE(table[2].find("0b6e1c2a-0000-4000-8000-000000000001"), std::string::npos) << table[2];
+  const auto v = boost::json::parse(nvdra::ctl::render(s, Command::kFabric, Format::kJson)).as_object();
+  EXPECT_EQ(v.at("partitions").as_array()[0].as_object().at("id").to_number<uint64_t>(), 3u);
+  const auto status = boost::json::parse(nvdra::ctl::render(s, Command::kStatus, Format::kJson)).as_object();
+  EXPECT_EQ(status.at("fabric").as_object().at("manager").as_string(), "unix:/run/nvidia-fabricmanager/socket");
+}

@@ -21,6 +21,7 @@ inline systemd_bus::StatusSnapshot sample_snapshot() {
               {"0b6e1c2a-0000-4000-8000-000000000002", "team-b", "imex-channel", "compute-domain.nvidia.com",
                "PrepareStarted", {"channel-0"}}};
   s.imex = {"hostManaged", "nvidia-imex.service", "active", "running"};
+  s.fabric = {"unix:/run/nvidia-fabricmanager/socket", {{3, {"5", "6", "7", "8"}, {"0b6e1c2a-0000-4000-8000-000000000001"}}}};
   s.last_errors = {{1795000000000000ULL, "kubelet", "registration socket vanished, re-registering"}};
   return s;
 }

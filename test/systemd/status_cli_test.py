@@ -85,7 +85,7 @@ class StatusServiceOverDbus(unittest.TestCase):
         for prop, sig in (("Version", "s"), ("NodeName", "s"), ("Ready", "b"), ("Drivers", "a(ssbs)"),
                           ("Devices", "a(sssss)"), ("PreparedClaims", "a(sssssas)"), ("ImexMode", "s"),
                           ("ImexUnit", "s"), ("ImexActiveState", "s"), ("ImexSubState", "s"),
-                          ("LastErrors", "a(tss)")):
+                          ("FabricManager", "s"), ("FabricPartitions", "a(tasas)"), ("LastErrors", "a(tss)")):
             self.assertIn("." + prop, members, out.stdout)
             self.assertEqual(members["." + prop][1:3], ["property", sig])
             self.assertNotIn("writable", members["." + prop])

@@ -138,5 +138,5 @@ TEST(StatusCodec, EveryPropertyHasADistinctNameAndASignature) {
     EXPECT_TRUE(names.insert(p.name).second) << p.name;
     EXPECT_NE(std::string(p.signature), "");
   }
-  EXPECT_EQ(names.size(), 11u);
+  EXPECT_EQ(names.size(), 13u);
 }
