@@ -144,6 +144,40 @@ class FabricManagerPartitions(unittest.TestCase):
         self.assertEqual(self.prepare(node, [claim])[claim.uid]["error"], "")
         self.assertEqual(fm_state(node)["active"], [3])
 
+    def test_kill_before_activation_and_after_deactivation_also_converge(self):
+        node = fabric_node("FabricManagerPartitioning=true", env={"NVDRA_CRASH_POINT": "fm.after-intent-recorded"})
+        self.addCleanup(node.cleanup)
+        node.start()
+        claim = node.allocate("pod-a", BOARD_5678)
+        with self.assertRaises(grpc.RpcError):
+            self.prepare(node, [claim])
+        self.assertEqual(node.proc.wait(timeout=30), -9)
+        node._close_run()
+        self.assertEqual(fm_state(node).get("active", []), [])  # intent recorded, FM untouched
+        self.assertEqual(node.checkpoint()[claim.uid]["checkpointState"], "PrepareStarted")
+        del node.extra_env["NVDRA_CRASH_POINT"]
+        node.start()  # rolls the unfinished prepare back: deactivating an inactive partition is done
+        self.assertEqual(node.checkpoint(), {})
+        self.assertEqual(self.prepare(node, [claim])[claim.uid]["error"], "")
+        self.assertEqual(fm_state(node)["active"], [3])
+        self.assertEqual(node.stop(), 0)
+        node.extra_env["NVDRA_CRASH_POINT"] = "fm.after-deactivate"
+        node.start()  # the completed claim keeps its active partition across a restart
+        self.assertEqual(fm_state(node)["active"], [3])
+        with self.assertRaises(grpc.RpcError):
+            node.gpu().unprepare([claim])
+        self.assertEqual(node.proc.wait(timeout=30), -9)
+        node._close_run()
+        self.assertEqual(fm_state(node)["active"], [])  # deactivated, the entry still there
+        self.assertEqual(node.checkpoint()[claim.uid]["checkpointState"], "PrepareCompleted")
+        del node.extra_env["NVDRA_CRASH_POINT"]
+        node.start()  # the completed claim still exists: its partition comes back until kubelet unprepares
+        self.assertEqual(fm_state(node)["active"], [3])
+        node.wait_log(r"fabric partition 3 re-activated")
+        self.assertEqual(node.gpu().unprepare([claim])[claim.uid], "")
+        self.assertEqual(fm_state(node)["active"], [])
+        self.assertEqual(node.checkpoint(), {})
+
     def test_with_the_gates_off_nothing_of_fm_is_touched(self):
         node = self.start(gates="")
         devices = node.published()
