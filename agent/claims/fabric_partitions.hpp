@@ -54,6 +54,11 @@ class FabricPartitions {
   // The claim's partitions, or a per-claim error (no FM, no match, overlap with another claim's).
   Result<FabricPlan> plan(const std::string& uid, const std::vector<std::string>& gpu_uuids,
                           const std::optional<FabricTopologyConfig>& config) const;
+  // Reserves the plan's partitions for the claim right after plan(), with no suspension between, so
+  // a concurrent prepare of an overlapping claim is refused by plan() too; forget() drops it when
+  // the claim fails before activate() (its PrepareStarted commit failed).
+  void hold(const std::string& uid, const FabricPlan& plan) { adopt(uid, plan); }
+  void forget(const std::string& uid) { held_.erase(uid); }
   // Holds `plan` for the claim and activates its partitions not yet active for another claim.
   boost::asio::awaitable<Status> activate(const kubelet::ClaimRef& claim, const FabricPlan& plan);
   // Lets go of the claim's partitions; deactivates those no other claim holds. No-op if it holds none.

@@ -164,10 +164,14 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
   const std::string_view area = kind.area(mps_);
   auto fabric = fabric_plan_of(claim.uid, *groups);  // fails this claim only, before anything is recorded
   if (!fabric) co_return for_claim(fabric.error(), claim);
+  if (options_.fabric) options_.fabric->hold(claim.uid, *fabric);
 
   CheckpointedClaim entry{ClaimState::kPrepareStarted, encode_claim_status(*allocation), {}, claim.name,
                           claim.namespace_name, {}};
-  if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return for_claim(st.error(), claim);
+  if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) {
+    if (options_.fabric) options_.fabric->forget(claim.uid);
+    co_return for_claim(st.error(), claim);
+  }
   crash_point(area, "prepare.after-started");
   clock.step("started");
 

@@ -77,6 +77,18 @@ TEST_F(FabricPartitionsTest, AnOverlappingClaimFailsAloneBeforeFmIsAsked) {
   EXPECT_EQ(fake_->active(), std::vector<unsigned>{2});
 }
 
+TEST_F(FabricPartitionsTest, AHeldPlanRefusesAnOverlappingPlanBeforeEitherIsActivated) {
+  // Two prepares in one kubelet call: the second is planned while the first awaits its checkpoint.
+  auto first = fabric_->plan("a", gpus({1, 2, 3, 4}), std::nullopt);
+  ASSERT_TRUE(first.ok());
+  fabric_->hold("a", *first);
+  FabricTopologyConfig manual{"Manual", std::nullopt, "BareMetal", {}, {}, {"1"}};
+  EXPECT_FALSE(fabric_->plan("b", gpus({5, 6}), manual).ok());
+  fabric_->forget("a");  // its PrepareStarted commit failed
+  EXPECT_TRUE(fabric_->plan("b", gpus({5, 6}), manual).ok());
+  EXPECT_EQ(fake_->calls("activate"), 0);
+}
+
 TEST_F(FabricPartitionsTest, AnFmErrorNamesTheCallAndTheReturnCodeAndReleaseUndoesIt) {
   fake_->fail_next("activate", -10);
   auto st = prepare("a", gpus({1, 2}));
