@@ -16,15 +16,17 @@ LibraryLocation locate_fm_library(const std::string& explicit_path, const std::s
   const std::string root = (driver_root.empty() || driver_root == "/") ? "" : driver_root;
   static constexpr const char* kDirs[] = {"",     "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
                                           "/lib64", "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu"};
-  for (const char* dir : kDirs) {
-    const std::string candidate = root + dir + "/" + kSoname;
-    out.searched.push_back(candidate);
-    std::error_code ec;
-    if (!std::filesystem::exists(candidate, ec)) continue;
-    const auto resolved = std::filesystem::canonical(candidate, ec);
-    out.path = ec ? candidate : resolved.string();
-    return out;
-  }
+  // libnvfm.so.1 is the runtime package's name; upstream's plugin opens libnvfm.so (the dev link).
+  for (const char* dir : kDirs)
+    for (const char* name : {kSoname, "libnvfm.so"}) {
+      const std::string candidate = root + dir + "/" + name;
+      out.searched.push_back(candidate);
+      std::error_code ec;
+      if (!std::filesystem::exists(candidate, ec)) continue;
+      const auto resolved = std::filesystem::canonical(candidate, ec);
+      out.path = ec ? candidate : resolved.string();
+      return out;
+    }
   out.path = kSoname;
   out.searched.push_back(std::string(kSoname) + " (dynamic loader search path)");
   return out;

@@ -99,6 +99,10 @@ TEST(FmLibraryLocator, FindsLibnvfmUnderTheDriverRootElseTheSoname) {
   char tmpl[] = "/tmp/fm-root-XXXXXX";
   const std::string root = ::mkdtemp(tmpl);
   EXPECT_EQ(locate_fm_library("", root).path, "libnvfm.so.1");
+  fs::create_directories(root + "/usr/lib64");
+  std::ofstream(root + "/usr/lib64/libnvfm.so") << "";
+  EXPECT_EQ(locate_fm_library("", root).path, root + "/usr/lib64/libnvfm.so");
+  fs::remove(root + "/usr/lib64/libnvfm.so");
   fs::create_directories(root + "/usr/lib/x86_64-linux-gnu");
   std::ofstream(root + "/usr/lib/x86_64-linux-gnu/libnvfm.so.1") << "";
   EXPECT_EQ(locate_fm_library("", root).path, root + "/usr/lib/x86_64-linux-gnu/libnvfm.so.1");
