@@ -7,7 +7,10 @@ static_assert(sizeof(fmReturn_t) == 4 && FM_ST_NVLINK_ERROR == -10 && FM_ST_IN_U
 // fmConnectParams_v1: version, addressInfo[256], timeoutMs, addressIsUnixSocket.
 static_assert(sizeof(fmConnectParams_v1) == 268 && offsetof(fmConnectParams_v1, addressInfo) == 4);
 static_assert(offsetof(fmConnectParams_v1, timeoutMs) == 260 && offsetof(fmConnectParams_v1, addressIsUnixSocket) == 264);
-static_assert(fmConnectParams_version == 0x0100010Cu);
+static_assert(fmConnectV1Params_version1 == 0x0100010Cu);
+// fmConnectParams_v2 (FM 570+): v1 plus addressType; the word upstream's plugin sends, 0x02000110.
+static_assert(sizeof(fmConnectParams_v2) == 272 && offsetof(fmConnectParams_v2, addressType) == 268);
+static_assert(sizeof(enum nvFmApiAddrTypes) == 4 && fmConnectParams_version == 0x02000110u);
 // fmFabricPartitionGpuInfo_t: physicalId, uuid[80], pciBusId[32], three link counters.
 static_assert(sizeof(fmFabricPartitionGpuInfo_t) == 128 && offsetof(fmFabricPartitionGpuInfo_t, uuid) == 4);
 static_assert(offsetof(fmFabricPartitionGpuInfo_t, pciBusId) == 84 &&

@@ -153,9 +153,20 @@ Result<std::unique_ptr<FabricManager>> open_fabric_manager(const LoadOptions& o)
   std::strncpy(params.addressInfo, address.c_str(), FM_MAX_STR_LENGTH - 1);
   params.timeoutMs = static_cast<unsigned>(o.connect_timeout.count());
   params.addressIsUnixSocket = o.endpoint.unix_socket ? 1 : 0;
+  params.addressType = o.endpoint.unix_socket ? NV_FM_API_ADDR_TYPE_UNIX : NV_FM_API_ADDR_TYPE_INET;
   fmHandle_t handle = nullptr;
   const std::string endpoint = (o.endpoint.unix_socket ? "unix:" : "tcp:") + address;
-  if (fmReturn_t rc = s.connect(&params, &handle); rc != FM_ST_SUCCESS) {
+  fmReturn_t rc = s.connect(&params, &handle);
+  if (rc == FM_ST_VERSION_MISMATCH) {
+    // A library older than FM 570 knows only v1, the same struct without addressType.
+    fmConnectParams_v1 v1{};
+    v1.version = fmConnectV1Params_version1;
+    std::memcpy(v1.addressInfo, params.addressInfo, sizeof v1.addressInfo);
+    v1.timeoutMs = params.timeoutMs;
+    v1.addressIsUnixSocket = params.addressIsUnixSocket;
+    rc = s.connect(reinterpret_cast<fmConnectParams_t*>(&v1), &handle);
+  }
+  if (rc != FM_ST_SUCCESS) {
     s.lib_shutdown();
     ::dlclose(dl);
     return fm_error("fmConnect(" + endpoint + ")", rc);

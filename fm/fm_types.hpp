@@ -1,6 +1,6 @@
 #pragma once
 // The FabricManager API types nvdra uses, declared exactly as NVIDIA's nv_fm_types.h (Fabric Manager
-// 525–580, libnvfm.so.1) does: names, values, layouts. Only code under fm/ includes this; the rest
+// 525–580, libnvfm.so.1; fmConnectParams_v2 from 570) does: names, values, layouts. Only code under fm/ includes this; the rest
 // of nvdra sees fm/fabric_manager.hpp. NVIDIA's header is not packaged for Debian, so the layouts
 // are pinned by fm_layout_guards.hpp (sizes, offsets and version words worked out from that header).
 #include <cstddef>
@@ -35,9 +35,26 @@ typedef struct {
   unsigned int timeoutMs;
   unsigned int addressIsUnixSocket;
 } fmConnectParams_v1;
-typedef fmConnectParams_v1 fmConnectParams_t;
+
+// Fabric Manager 570 and later (the header upstream's plugin is built with): addressType added.
+enum nvFmApiAddrTypes {
+  NV_FM_API_ADDR_TYPE_UNKNOWN = 0,
+  NV_FM_API_ADDR_TYPE_INET = 1,
+  NV_FM_API_ADDR_TYPE_UNIX = 2,
+  NV_FM_API_ADDR_TYPE_VSOCK = 3,
+};
+
+typedef struct {
+  unsigned int version;
+  char addressInfo[FM_MAX_STR_LENGTH];
+  unsigned int timeoutMs;
+  unsigned int addressIsUnixSocket;  // deprecated in favour of addressType, still filled
+  enum nvFmApiAddrTypes addressType;
+} fmConnectParams_v2;
+typedef fmConnectParams_v2 fmConnectParams_t;
 #define fmConnectV1Params_version1 MAKE_FM_PARAM_VERSION(fmConnectParams_v1, 1)
-#define fmConnectParams_version fmConnectV1Params_version1
+#define fmConnectV2Params_version2 MAKE_FM_PARAM_VERSION(fmConnectParams_v2, 2)
+#define fmConnectParams_version fmConnectV2Params_version2
 
 #define FM_MAX_NUM_GPUS 16
 #define FM_MAX_FABRIC_PARTITIONS 64

@@ -102,7 +102,11 @@ __attribute__((visibility("default"))) fmReturn_t fmConnect(fmConnectParams_t* p
   std::lock_guard lock(g.mu);
   if (g.inits == 0) return FM_ST_UNINITIALIZED;
   if (params == nullptr || handle == nullptr) return FM_ST_BADPARAM;
-  if (params->version != fmConnectParams_version) return FM_ST_VERSION_MISMATCH;
+  // v2 (FM 570+, what upstream's plugin sends) or v1: v1's fields sit at the same offsets in v2.
+  const bool v2 = params->version == fmConnectParams_version;
+  if (!v2 && params->version != fmConnectV1Params_version1) return FM_ST_VERSION_MISMATCH;
+  if (v2 && params->addressType != (params->addressIsUnixSocket ? NV_FM_API_ADDR_TYPE_UNIX : NV_FM_API_ADDR_TYPE_INET))
+    return FM_ST_BADPARAM;
   const std::string address(params->addressInfo, strnlen(params->addressInfo, FM_MAX_STR_LENGTH));
   fmReturn_t rc = FM_ST_SUCCESS;
   with_state(g.state_path, [&](FmState& s) {

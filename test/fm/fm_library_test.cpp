@@ -78,6 +78,14 @@ TEST_F(FmLibraryTest, AFailureQueuedInTheStateFileIsAnsweredAndNamed) {
   EXPECT_TRUE((*fm)->activate(2));
 }
 
+TEST_F(FmLibraryTest, AnFmOlderThan570GetsVersion1ConnectParams) {
+  // The first fmConnect (v2) answered VERSION_MISMATCH, as a pre-570 library does: v1 follows.
+  write_state(R"({"active":[],"failures":[{"function":"connect","rc":-6,"remaining":1}]})");
+  auto fm = open(Endpoint{socket_, true});
+  ASSERT_TRUE(fm.ok()) << fm.error().describe();
+  EXPECT_NE(read_state().find("\"connect\": 2"), std::string::npos) << read_state();
+}
+
 TEST_F(FmLibraryTest, ConnectFailsNamingTheEndpointWhenFmIsNotRunningOrTheSocketIsMissing) {
   auto missing = open(Endpoint{dir_ + "/no-such-socket", true});
   ASSERT_FALSE(missing.ok());
