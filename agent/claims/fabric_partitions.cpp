@@ -93,7 +93,7 @@ bool FabricPartitions::held_elsewhere(unsigned id, const std::string& uid) const
 
 asio::awaitable<Status> FabricPartitions::activate(const kubelet::ClaimRef& claim, const FabricPlan& plan) {
   if (!plan.activate || plan.partitions.empty()) co_return Status{};
-  crash_point("fm.after-intent-recorded");
+  crash_point("fm.prepare.after-intent-recorded");
   held_[claim.uid] = plan;  // before FM acts: a failed activation is released like a done one
   for (unsigned id : plan.partitions) {
     const auto start = std::chrono::steady_clock::now();
@@ -102,7 +102,7 @@ asio::awaitable<Status> FabricPartitions::activate(const kubelet::ClaimRef& clai
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     metrics_.fabric_partition_call("activate", static_cast<bool>(st), seconds);
     if (!st) co_return st;
-    crash_point("fm.after-activate");
+    crash_point("fm.prepare.after-activate");
     const auto* p = partition(id);
     nvdra::logger("fabric")->info("fabric partition {} {} activated for claim {} ({}) in {:.1f} ms", id,
                                   module_set(p ? p->module_ids() : std::vector<unsigned>{}), claim.describe(), plan.rule,
@@ -124,7 +124,7 @@ asio::awaitable<Status> FabricPartitions::release(const kubelet::ClaimRef& claim
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     metrics_.fabric_partition_call("deactivate", static_cast<bool>(st), seconds);
     if (!st) co_return st;  // the claim keeps holding it: kubelet's retry deactivates again
-    crash_point("fm.after-deactivate");
+    crash_point("fm.unprepare.after-deactivate");
     nvdra::logger("fabric")->info("fabric partition {} deactivated: claim {} released it, no other claim holds it", id,
                                   claim.describe());
   }

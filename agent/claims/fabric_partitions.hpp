@@ -5,9 +5,9 @@
 // status — GPUs and fabricTopologyConfig — is the recorded intent: the same plan is recomputed from
 // it after a crash), and deactivates a partition when the last claim holding it lets go.
 //
-// Durable steps (crash points, test/process/crash_points.txt): fm.after-intent-recorded (the
-// PrepareStarted entry names the claim's GPUs and config), fm.after-activate (FM has the partition
-// active), fm.after-deactivate (FM has it inactive; the entry is still there).
+// Durable steps (crash points, test/process/crash_points.txt): fm.prepare.after-intent-recorded (the
+// PrepareStarted entry names the claim's GPUs and config), fm.prepare.after-activate (FM has the partition
+// active), fm.unprepare.after-deactivate (FM has it inactive; the entry is still there).
 //
 // FM calls run on the worker pool within a deadline; a call past it fails the claim , its late answer is dropped. Thread: io_context only (like the handler).
 #include <boost/asio/awaitable.hpp>

@@ -2,7 +2,6 @@
 // which checkpointed claims hold which partitions (recomputed from each entry's recorded status —
 // its GPUs and fabricTopologyConfig — the intent written before any activation).
 #include "agent/claims/gpu_claim_handler.hpp"
-#include "agent/claims/gpu_claim_planned_group.hpp"
 
 namespace nvdra::claims {
 

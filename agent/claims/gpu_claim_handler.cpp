@@ -7,7 +7,6 @@
 #include "agent/base/log.hpp"
 #include "agent/base/step_clock.hpp"
 #include "agent/claims/device_exclusivity.hpp"
-#include "agent/claims/gpu_claim_planned_group.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "cdi/naming.hpp"
 #include "cdi/spec_builder.hpp"

@@ -113,6 +113,7 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
     SharingPlan plan;
     std::vector<std::string> uuids;      // all, sorted
     std::vector<std::string> gpu_uuids;  // full GPUs, sorted
+    std::optional<FabricTopologyConfig> fabric;  // the group's GpuConfig.fabricTopologyConfig
   };
 
   Result<std::vector<PlannedGroup>> plan_claim(ClaimAllocation& allocation, const kubelet::ClaimRef& claim) const;

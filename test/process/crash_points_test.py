@@ -7,7 +7,7 @@ or unit, no time slice or compute mode other than the default.
 
 A point whose scenario this file does not know, or that its kubelet call never reaches, fails.
 One node per scenario runs its points in turn (each point with a claim of its own). To add a
-scenario (VFIO, FabricManager), add a row to SCENARIOS: how to make its node and its claim, and
+scenario (VFIO), add a row to SCENARIOS: how to make its node and its claim, and
 what else its clean node looks like (`extra_clean`)."""
 import json
 import os
@@ -24,6 +24,7 @@ import yaml
 
 from gpu_node import CD, GPU, SimulatedNode, gpu_config
 from nvdra_testlib import BINARY_DIR, SOURCE_DIR
+import fabric_manager_test  # the FabricManager node and its mock FM state
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "test", "systemd"))
 from private_dbus import SYSTEMD_AND_AGENT as POLICY, PrivateDbus, read_line  # noqa: E402
@@ -124,6 +125,14 @@ def add_compute_domain(run):
     run.domain = cd["metadata"]["uid"]
 
 
+def fabric_claim(run, name):
+    return run.node.allocate(name, fabric_manager_test.BOARD_5678)  # partition 3's GPUs
+
+
+def no_active_partition(test, run):
+    test.assertEqual(fabric_manager_test.fm_state(run.node).get("active", []), [], "a FabricManager partition left active")
+
+
 def no_mps_units(test, run):
     test.assertEqual(run.systemd.units(), {}, "an MPS unit was left")
 
@@ -143,6 +152,7 @@ class Scenario:
     args: tuple = ()
     setup: object = None           # (run) -> None, once the node is up
     extra_clean: tuple = ()        # (test, run) -> None: checks beyond the common ones
+    make_node: object = None       # (gates) -> SimulatedNode, for nodes a plain SimulatedNode cannot be
 
 
 SCENARIOS = {
@@ -156,6 +166,9 @@ SCENARIOS = {
                             args=("--mps-manager=systemd",), extra_clean=(no_mps_units,)),
     "imex": Scenario("gb200-nvl", channel_claim, gates="HostManagedIMEX=true", driver=CD, bus=True,
                      args=("--controller=false", "--imex-check", "warn"), setup=add_compute_domain),
+    "fm": Scenario(fabric_manager_test.PROFILE, fabric_claim, gates="FabricManagerPartitioning=true",
+                   make_node=lambda gates: fabric_manager_test.fabric_node(gates),
+                   extra_clean=(no_active_partition,)),
 }
 
 
@@ -233,7 +246,7 @@ class CrashPoints(unittest.TestCase):
     def test_every_literal_point_in_the_sources_is_listed(self):
         listed = {p for p, _ in self.catalogue}
         found = set()
-        for top in ("agent", "cdi", "nvml", "k8s", "imex"):
+        for top in ("agent", "cdi", "nvml", "k8s", "imex", "fm"):
             for root, _, files in os.walk(os.path.join(SOURCE_DIR, top)):
                 for name in files:
                     if name.endswith((".cpp", ".hpp")):
@@ -253,6 +266,8 @@ class CrashPoints(unittest.TestCase):
             systemd = FakeSystemd(bus.address)
             self.addCleanup(systemd.close)
             node = BusNode(bus, **kw)
+        elif sc.make_node:
+            node = sc.make_node(sc.gates)
         else:
             node = SimulatedNode(**kw)
         self.addCleanup(node.cleanup)

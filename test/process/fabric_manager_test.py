@@ -126,7 +126,7 @@ class FabricManagerPartitions(unittest.TestCase):
         self.assertIn("fabricTopologyConfig.maxLatency", self.prepare(node, [latency])[latency.uid]["error"])
 
     def test_kill_after_activation_then_restart_converges(self):
-        node = fabric_node("FabricManagerPartitioning=true", env={"NVDRA_CRASH_POINT": "fm.after-activate"})
+        node = fabric_node("FabricManagerPartitioning=true", env={"NVDRA_CRASH_POINT": "fm.prepare.after-activate"})
         self.addCleanup(node.cleanup)
         node.start()
         claim = node.allocate("pod-a", BOARD_5678)
@@ -145,7 +145,7 @@ class FabricManagerPartitions(unittest.TestCase):
         self.assertEqual(fm_state(node)["active"], [3])
 
     def test_kill_before_activation_and_after_deactivation_also_converge(self):
-        node = fabric_node("FabricManagerPartitioning=true", env={"NVDRA_CRASH_POINT": "fm.after-intent-recorded"})
+        node = fabric_node("FabricManagerPartitioning=true", env={"NVDRA_CRASH_POINT": "fm.prepare.after-intent-recorded"})
         self.addCleanup(node.cleanup)
         node.start()
         claim = node.allocate("pod-a", BOARD_5678)
@@ -161,7 +161,7 @@ class FabricManagerPartitions(unittest.TestCase):
         self.assertEqual(self.prepare(node, [claim])[claim.uid]["error"], "")
         self.assertEqual(fm_state(node)["active"], [3])
         self.assertEqual(node.stop(), 0)
-        node.extra_env["NVDRA_CRASH_POINT"] = "fm.after-deactivate"
+        node.extra_env["NVDRA_CRASH_POINT"] = "fm.unprepare.after-deactivate"
         node.start()  # the completed claim keeps its active partition across a restart
         self.assertEqual(fm_state(node)["active"], [3])
         with self.assertRaises(grpc.RpcError):
