@@ -51,6 +51,11 @@ void for_lines(std::string_view text, Fn fn) {
   }
 }
 
+// Linux device numbers: MAJOR() is 12 bits, MINOR() 20 (MINORBITS). A number outside them in
+// /proc is not the kernel's and would only give a CDI spec naming a device that cannot exist.
+constexpr int64_t kMaxMajor = (int64_t{1} << 12) - 1;
+constexpr int64_t kMaxMinor = (int64_t{1} << 20) - 1;
+
 }  // namespace
 
 Result<int64_t> parse_char_device_major(std::string_view proc_devices, std::string_view name) {
@@ -64,6 +69,7 @@ Result<int64_t> parse_char_device_major(std::string_view proc_devices, std::stri
     auto sp = line.find(' ');
     if (sp == std::string_view::npos || trim(line.substr(sp + 1)) != name) return true;
     found = to_int<int64_t>(line.substr(0, sp));
+    if (found && (*found < 0 || *found > kMaxMajor)) found.reset();
     return !found;
   });
   if (!found)
@@ -93,7 +99,7 @@ Result<CapNode> parse_cap_access(std::string_view text, std::string_view source)
     if (key == "DeviceFileMode") mode = to_int<uint32_t>(value);
     return true;
   });
-  if (!minor || *minor < 0)
+  if (!minor || *minor < 0 || *minor > kMaxMinor)
     return make_error(ErrorCode::kFailedPrecondition,
                       std::string(source) + ": no valid \"DeviceFileMinor: <n>\" line");
   return CapNode{*minor, mode};

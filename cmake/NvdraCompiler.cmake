@@ -6,6 +6,16 @@ if(NVDRA_CCACHE)
 endif()
 
 option(NVDRA_SANITIZE "Build with AddressSanitizer + UndefinedBehaviorSanitizer" OFF)
+option(NVDRA_TSAN "Build with ThreadSanitizer (contrib/dev/build tsan)" OFF)
+if(NVDRA_SANITIZE AND NVDRA_TSAN)
+  message(FATAL_ERROR "NVDRA_SANITIZE and NVDRA_TSAN exclude each other (ASan and TSan cannot share a process)")
+endif()
+# Any sanitizer: its runtime lives in the executables, so shared objects keep undefined symbols.
+if(NVDRA_SANITIZE OR NVDRA_TSAN)
+  set(NVDRA_ANY_SANITIZER ON)
+else()
+  set(NVDRA_ANY_SANITIZER OFF)
+endif()
 
 add_library(nvdra_warnings INTERFACE)
 target_compile_options(nvdra_warnings INTERFACE -Wall -Wextra -Werror -Wno-missing-field-initializers)
@@ -25,6 +35,10 @@ if(NVDRA_SANITIZE)
   endif()
   add_link_options(${_san})
 endif()
+if(NVDRA_TSAN)
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+endif()
 
 # Headers of third-party libraries are not ours to fix: include them as SYSTEM so -Werror stays ours.
 set(CMAKE_NO_SYSTEM_FROM_IMPORTED OFF)
@@ -35,7 +49,7 @@ if(NVDRA_LLD AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   add_link_options(-fuse-ld=lld)
   # Unreferenced sections dropped and identical functions folded where no address is taken (clang's
   # address-significance tables make --icf=safe exact): the stripped agent is 4% smaller.
-  if(NOT NVDRA_SANITIZE)
+  if(NOT NVDRA_ANY_SANITIZER)
     add_link_options(-Wl,--gc-sections,--icf=safe)
   endif()
 endif()

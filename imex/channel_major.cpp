@@ -37,7 +37,8 @@ Result<int64_t> parse_channel_major(std::string_view text, const std::string& so
     int64_t major = 0;
     const auto digits = line.substr(0, sp);
     auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), major);
-    if (ec != std::errc{} || ptr != digits.data() + digits.size() || major < 0)
+    // MAJOR() is 12 bits: anything else in /proc/devices is not the kernel's.
+    if (ec != std::errc{} || ptr != digits.data() + digits.size() || major < 0 || major > 4095)
       return make_error(ErrorCode::kFailedPrecondition,
                         source + ": bad major \"" + std::string(digits) + "\" for " + std::string(kChannelDeviceName));
     return major;
