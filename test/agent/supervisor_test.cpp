@@ -2,11 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/cancellation_state.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace asio = boost::asio;
 
@@ -74,20 +78,43 @@ TEST(Supervisor, FatalTaskStopsEverythingWithStatusOne) {
 TEST(Supervisor, TaskIgnoringCancellationHitsTheDeadline) {
   asio::io_context io;
   Supervisor sup(io.get_executor());
-  sup.spawn("stubborn", []() -> asio::awaitable<void> {
-    // A timer awaited after cancellation was already delivered: it does not see it.
-    asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::hours(1));
+  bool started = false;
+  sup.spawn("stubborn", [&started]() -> asio::awaitable<void> {
+    // Filters out every cancellation, so stop() cannot end the wait: only the deadline can.
+    co_await asio::this_coro::reset_cancellation_state(asio::disable_cancellation());
+    started = true;
+    asio::steady_timer t(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
     co_await t.async_wait(asio::use_awaitable);
   }, OnFailure::kRestart);
   bool deadline = false;
+  bool all_stopped = false;
   sup.on_deadline([&] {
     deadline = true;
     io.stop();
   });
+  sup.on_all_stopped([&] { all_stopped = true; });
   asio::post(io, [&] { sup.stop(std::chrono::milliseconds(20)); });
   io.run();
-  // The timer supports cancellation, so the task ends before the deadline; either way io.run returns.
-  EXPECT_TRUE(sup.live_tasks().empty() || deadline);
+  EXPECT_TRUE(started);
+  EXPECT_TRUE(deadline) << "a task that ignores cancellation must end in the deadline";
+  EXPECT_FALSE(all_stopped);
+  EXPECT_EQ(sup.live_tasks(), std::vector<std::string>{"stubborn"});
+}
+
+TEST(Supervisor, TaskHonouringCancellationEndsBeforeTheDeadline) {
+  asio::io_context io;
+  Supervisor sup(io.get_executor());
+  sup.spawn("polite", []() -> asio::awaitable<void> { co_await wait_forever(); }, OnFailure::kRestart);
+  bool deadline = false;
+  bool all_stopped = false;
+  sup.on_deadline([&] { deadline = true; });
+  sup.on_all_stopped([&] { all_stopped = true; });
+  // A grace of an hour: io.run() returns only if the task ended and the deadline timer was cancelled.
+  asio::post(io, [&] { sup.stop(std::chrono::hours(1)); });
+  io.run();
+  EXPECT_FALSE(deadline);
+  EXPECT_TRUE(all_stopped);
+  EXPECT_TRUE(sup.live_tasks().empty());
 }
 
 TEST(Supervisor, TaskSpawnedAfterStopIsCancelledAtOnce) {
