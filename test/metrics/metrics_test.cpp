@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ctime>
+
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -194,7 +196,20 @@ TEST(Metrics, PageEndsWithTheProcessSeries) {
   for (const char* name : {"process_resident_memory_bytes", "process_virtual_memory_bytes", "process_open_fds",
                            "process_max_fds", "process_start_time_seconds"})
     EXPECT_GT(std::stod(s.at(name)), 0) << name;
-  EXPECT_GE(std::stod(s.at("process_cpu_seconds_total")), 0);  // 0 within the first clock tick
+}
+
+// The CPU counter follows the CPU this process used (>= 0 alone could not fail).
+TEST(Metrics, ProcessCpuSecondsCountsTheCpuUsed) {
+  const auto cpu_now = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+  };
+  while (cpu_now() < 0.2) {
+  }  // ends: the loop itself uses the CPU it waits for
+  Metrics m("node-a", "v", {});
+  // /proc/self/stat counts in clock ticks (1/100 s): allow a few ticks of rounding.
+  EXPECT_GE(std::stod(samples(m.render()).at("process_cpu_seconds_total")), 0.15);
 }
 
 }  // namespace
