@@ -201,7 +201,11 @@ struct Decoder {
         std::size_t i = 0;
         for (auto item : arr) {
           PublishedDevice d;
-          if (!device(item.value_unsafe(), d, "spec.devices[" + std::to_string(i++) + "]")) return false;
+          od::value v;
+          const std::string at = "spec.devices[" + std::to_string(i++) + "]";
+          // value_unsafe() of a malformed item is a value without an iterator (UB, found by fuzz_slice).
+          if (item.get(v)) return fail(at);
+          if (!device(v, d, at)) return false;
           s.content.devices.push_back(std::move(d));
         }
       } else if (key == "sharedCounters") {

@@ -41,7 +41,8 @@ Result<std::vector<FileEntry>> parse_config_text(const std::string& text, const 
   for (const auto& kv : root) {
     const YAML::Node& key = kv.first;
     const YAML::Node& val = kv.second;
-    if (!key.IsScalar()) return file_error(path, key.Mark(), "keys must be option names");
+    // An empty key ("": x, or what yaml-cpp makes of a stray quote) names no option either.
+    if (!key.IsScalar() || key.Scalar().empty()) return file_error(path, key.Mark(), "keys must be option names");
     FileEntry entry{key.Scalar(), {}, key.Mark().line + 1, false};
     if (!seen.insert(entry.key).second) return file_error(path, key.Mark(), "duplicate key '" + entry.key + "'");
     if (val.IsScalar()) {

@@ -15,6 +15,14 @@ namespace {
 
 Error invalid(std::string message) { return Error{ErrorCode::kInvalidArgument, std::move(message)}; }
 
+// On-demand parsing checks only what it reads: without this, an object malformed after the fields
+// read decoded, and the read-modify-write (Boost.JSON, full parse) then refused it (found by
+// fuzz_compute_domain). The DOM parser validates the whole text.
+bool well_formed(const simdjson::padded_string& text) {
+  simdjson::dom::parser dom;
+  return !dom.parse(text).error();
+}
+
 // metadata fields common to both objects.
 struct Meta {
   std::string name, ns, uid, resource_version;
@@ -65,7 +73,8 @@ Result<ComputeDomain> decode_compute_domain(std::string_view text) {
   simdjson::padded_string padded(text);
   od::document doc;
   od::object root;
-  if (parser.iterate(padded).get(doc) || doc.get_object().get(root)) return invalid("ComputeDomain is not a JSON object");
+  if (!well_formed(padded) || parser.iterate(padded).get(doc) || doc.get_object().get(root))
+    return invalid("ComputeDomain is not a JSON object");
   ComputeDomain cd;
   Meta meta;
   for (auto field : root) {
@@ -105,7 +114,8 @@ Result<ClaimTemplate> decode_claim_template(std::string_view text) {
   simdjson::padded_string padded(text);
   od::document doc;
   od::object meta_obj;
-  if (parser.iterate(padded).get(doc) || doc.find_field_unordered("metadata").get_object().get(meta_obj)) {
+  if (!well_formed(padded) || parser.iterate(padded).get(doc) ||
+      doc.find_field_unordered("metadata").get_object().get(meta_obj)) {
     return invalid("ResourceClaimTemplate has no readable metadata");
   }
   Meta meta;
