@@ -5,6 +5,8 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <set>
+#include <string_view>
 
 namespace nvdra::controller {
 
@@ -15,12 +17,26 @@ namespace {
 
 Error invalid(std::string message) { return Error{ErrorCode::kInvalidArgument, std::move(message)}; }
 
-// On-demand parsing checks only what it reads: without this, an object malformed after the fields
-// read decoded, and the read-modify-write (Boost.JSON, full parse) then refused it (found by
-// fuzz_compute_domain). The DOM parser validates the whole text.
+bool unique_keys(simdjson::dom::element e) {
+  if (simdjson::dom::object obj; !e.get_object().get(obj)) {
+    std::set<std::string_view> seen;
+    for (auto [key, value] : obj)
+      if (!seen.insert(key).second || !unique_keys(value)) return false;
+  } else if (simdjson::dom::array arr; !e.get_array().get(arr)) {
+    for (auto item : arr)
+      if (!unique_keys(item)) return false;
+  }
+  return true;
+}
+
+// On-demand parsing checks only what it reads, and reads every duplicate key where Boost.JSON keeps
+// one: an object malformed after the fields read, or with a key twice, decoded here while the
+// read-modify-write below refused it or wrote another object (both found by fuzz_compute_domain).
+// The API server never sends either, so the DOM parser validates the whole text first.
 bool well_formed(const simdjson::padded_string& text) {
   simdjson::dom::parser dom;
-  return !dom.parse(text).error();
+  simdjson::dom::element root;
+  return !dom.parse(text).get(root) && unique_keys(root);
 }
 
 // metadata fields common to both objects.

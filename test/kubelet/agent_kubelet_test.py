@@ -61,7 +61,7 @@ class AgentWithKubelet(unittest.TestCase):
                 "--kubelet-registrar-directory-path", self.registrar,
                 "--kubelet-plugins-directory-path", plugins or self.plugins,
                 "--cdi-root", os.path.join(self.root, "cdi")] + self.gpu_node + list(extra)
-        env = {k: v for k, v in os.environ.items() if k in ("PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")}
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS")}
         env["NVDRA_MOCK_PROFILE"] = "dgx-a100"
         env["NOTIFY_SOCKET"] = self.notify.path
         proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=stderr, text=True)

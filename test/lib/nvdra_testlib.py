@@ -20,7 +20,7 @@ def clean_env(**extra):
     """The test's environment without anything that could configure the agent by accident. The mock
     NVML's profile defaults to dgx-a100 (it only matters where the mock is loaded)."""
     env = {k: v for k, v in os.environ.items()
-           if k in ("PATH", "HOME", "LANG", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TMPDIR")}
+           if k in ("PATH", "HOME", "LANG", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "TMPDIR")}
     env["NVDRA_MOCK_PROFILE"] = "dgx-a100"
     env.update(extra)
     return env

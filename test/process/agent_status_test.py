@@ -37,7 +37,7 @@ class AgentStatusOverDbus(unittest.TestCase):
 
     def ctl(self, *args):
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DBUS_SYSTEM_BUS_ADDRESS": self.bus.address}
-        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"):
             if k in os.environ:
                 env[k] = os.environ[k]
         return subprocess.run([NVDRACTL, *args], env=env, capture_output=True, text=True, timeout=30)

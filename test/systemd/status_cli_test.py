@@ -37,7 +37,7 @@ def shipped_policy():
 
 def run(cmd, address, user=None):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DBUS_SYSTEM_BUS_ADDRESS": address}
-    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"):
         if k in os.environ:
             env[k] = os.environ[k]
     if user:
