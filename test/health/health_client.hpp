@@ -58,6 +58,12 @@ class Watch {
     }
     return seen;
   }
+  // The last status read: "(stream ended)" when none came, so a test compares instead of reading
+  // back() of an empty list (undefined: ThreadSanitizer's slower run crashed there).
+  std::string last_until(const std::string& wanted) {
+    const auto seen = next_until(wanted);
+    return seen.empty() ? std::string("(stream ended)") : seen.back();
+  }
 
  private:
   std::unique_ptr<hv1::Health::Stub> stub_;

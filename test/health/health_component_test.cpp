@@ -106,7 +106,7 @@ TEST_F(HealthComponentTest, ServesUpstreamsNamesAndOnePerDriverAllNotServingBefo
   EXPECT_EQ(loop_.sync([&] { return component_->services(); }),
             (std::vector<std::string>{"", "liveness", kGpu, kCd}));
   Watch liveness(port_, "liveness");
-  EXPECT_EQ(liveness.next_until("NOT_SERVING").back(), "NOT_SERVING");
+  EXPECT_EQ(liveness.last_until("NOT_SERVING"), "NOT_SERVING");
   for (const char* s : {"", "liveness", kGpu, kCd}) EXPECT_EQ(check(port_, s), "NOT_SERVING") << s;
   EXPECT_EQ(check(port_, "readiness"), "rpc error " + std::to_string(grpc::StatusCode::NOT_FOUND));
 }
@@ -115,11 +115,11 @@ TEST_F(HealthComponentTest, ServingOnlyOnceEveryDriverIsRegistered) {
   start_component();
   Watch gpu(port_, kGpu), liveness(port_, "liveness");
   kubelet_says(0, RegistrationState::kRegistered);
-  EXPECT_EQ(gpu.next_until("SERVING").back(), "SERVING");
+  EXPECT_EQ(gpu.last_until("SERVING"), "SERVING");
   EXPECT_EQ(check(port_, "liveness"), "NOT_SERVING");  // compute-domain is not registered yet
   EXPECT_EQ(check(port_, kCd), "NOT_SERVING");
   kubelet_says(1, RegistrationState::kRegistered);
-  EXPECT_EQ(liveness.next_until("SERVING").back(), "SERVING");
+  EXPECT_EQ(liveness.last_until("SERVING"), "SERVING");
   for (const char* s : {"", "liveness", kGpu, kCd}) EXPECT_EQ(check(port_, s), "SERVING") << s;
   EXPECT_EQ(claims_.prepares.load(), 0);  // the probe's prepare names no claim
 }
@@ -129,13 +129,13 @@ TEST_F(HealthComponentTest, AWithdrawnRegistrationIsNotServingUntilKubeletRegist
   kubelet_says(0, RegistrationState::kRegistered);
   kubelet_says(1, RegistrationState::kRegistered);
   Watch liveness(port_, "liveness");
-  EXPECT_EQ(liveness.next_until("SERVING").back(), "SERVING");
+  EXPECT_EQ(liveness.last_until("SERVING"), "SERVING");
   kubelet_says(0, RegistrationState::kRejected);
-  EXPECT_EQ(liveness.next_until("NOT_SERVING").back(), "NOT_SERVING");
+  EXPECT_EQ(liveness.last_until("NOT_SERVING"), "NOT_SERVING");
   EXPECT_EQ(check(port_, kGpu), "NOT_SERVING");
   EXPECT_EQ(check(port_, kCd), "SERVING");
   kubelet_says(0, RegistrationState::kRegistered);
-  EXPECT_EQ(liveness.next_until("SERVING").back(), "SERVING");
+  EXPECT_EQ(liveness.last_until("SERVING"), "SERVING");
 }
 
 TEST_F(HealthComponentTest, APluginWhoseSocketWentAwayIsNotServingAtThePeriodicCheck) {
@@ -143,10 +143,10 @@ TEST_F(HealthComponentTest, APluginWhoseSocketWentAwayIsNotServingAtThePeriodicC
   kubelet_says(0, RegistrationState::kRegistered);
   kubelet_says(1, RegistrationState::kRegistered);
   Watch liveness(port_, "liveness");
-  EXPECT_EQ(liveness.next_until("SERVING").back(), "SERVING");
+  EXPECT_EQ(liveness.last_until("SERVING"), "SERVING");
   // kubelet still believes the plugin registered; only a real call notices the socket is gone.
   ASSERT_EQ(::unlink(servers_[1]->paths().dra.c_str()), 0);
-  EXPECT_EQ(liveness.next_until("NOT_SERVING").back(), "NOT_SERVING");
+  EXPECT_EQ(liveness.last_until("NOT_SERVING"), "NOT_SERVING");
   EXPECT_EQ(check(port_, kCd), "NOT_SERVING");
   EXPECT_EQ(check(port_, kGpu), "SERVING");
 }
@@ -156,9 +156,9 @@ TEST_F(HealthComponentTest, CancellationClosesThePortAndReturnsCleanly) {
   kubelet_says(0, RegistrationState::kRegistered);
   kubelet_says(1, RegistrationState::kRegistered);
   Watch liveness(port_, "liveness");
-  EXPECT_EQ(liveness.next_until("SERVING").back(), "SERVING");
+  EXPECT_EQ(liveness.last_until("SERVING"), "SERVING");
   stop_component();
-  EXPECT_EQ(liveness.next_until("NOT_SERVING").back(), "NOT_SERVING");
+  EXPECT_EQ(liveness.last_until("NOT_SERVING"), "NOT_SERVING");
   EXPECT_EQ(check(port_, "liveness"), "rpc error " + std::to_string(grpc::StatusCode::UNAVAILABLE));
 }
 

@@ -46,9 +46,9 @@ TEST_F(HealthEndpointTest, StopTellsWatchersNotServingAndClosesThePort) {
   endpoint.set("liveness", true);
   const int port = endpoint.port();
   Watch watch(port, "liveness");
-  EXPECT_EQ(watch.next_until("SERVING").back(), "SERVING");
+  EXPECT_EQ(watch.last_until("SERVING"), "SERVING");
   endpoint.stop();
-  EXPECT_EQ(watch.next_until("NOT_SERVING").back(), "NOT_SERVING");
+  EXPECT_EQ(watch.last_until("NOT_SERVING"), "NOT_SERVING");
   EXPECT_EQ(check(port, "liveness"), "rpc error " + std::to_string(grpc::StatusCode::UNAVAILABLE));
 }
 

@@ -50,7 +50,9 @@ class GpuEvents(unittest.TestCase):
         self.assertTrue(events[0]["series"]["lastObservedTime"])
         writes = [w for w in self.node.api.writes() if "/events" in w["path"]]
         self.assertEqual(len([w for w in writes if w["method"] == "POST"]), 1)
-        self.assertLess(len(writes), burst)  # repeats in flight together go out in one patch
+        # One POST, then at most one PATCH per repeat: repeats in flight together share a patch, but
+        # whether they overlap is timing (under ThreadSanitizer each finished before the next began).
+        self.assertLessEqual(len(writes), burst)
         self.assertEqual(self.node.api.rejections, [])
 
     def test_a_device_prepared_for_one_claim_is_refused_to_another(self):

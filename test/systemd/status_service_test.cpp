@@ -9,6 +9,8 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <atomic>
+#include <optional>
 #include <thread>
 
 #include "agent/ctl/status_client.hpp"
@@ -39,8 +41,14 @@ class ServiceOnPrivateBus : public ::testing::Test {
   template <class Fn>
   auto blocking(Fn fn) {
     std::optional<decltype(fn())> out;
-    std::thread t([&] { out.emplace(fn()); });
-    const bool done = run_until(io_, [&] { return out.has_value(); });
+    // The flag, not out.has_value(), is what this thread polls while the client writes `out` (a
+    // data race ThreadSanitizer reported); release/acquire orders the write before the read.
+    std::atomic<bool> finished{false};
+    std::thread t([&] {
+      out.emplace(fn());
+      finished.store(true, std::memory_order_release);
+    });
+    const bool done = run_until(io_, [&] { return finished.load(std::memory_order_acquire); });
     t.join();
     EXPECT_TRUE(done);
     return std::move(*out);
