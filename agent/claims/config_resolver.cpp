@@ -42,16 +42,6 @@ Error claim_error(const ResolveInput& in, std::string message, std::string field
   return Error{ErrorCode::kInvalidArgument, std::move(message), in.claim.describe(), std::move(field)};
 }
 
-// Blocks nvdra decodes (upstream's schema has them) but does not act on yet: a claim carrying one
-// fails naming it, rather than being prepared as if it had not asked. Returns the sub-field and why.
-std::optional<std::pair<std::string, std::string>> not_acted_on(const OpaqueConfig& c) {
-  if (std::holds_alternative<VfioDeviceConfig>(c))
-    return std::pair<std::string, std::string>{
-        "kind", "VfioDeviceConfig is not supported by nvdra: it publishes no VFIO devices and does no vfio-pci "
-                "binding (upstream's PassthroughSupport); remove this config"};
-  return std::nullopt;
-}
-
 Result<std::vector<Candidate>> candidates(const ResolveInput& in) {
   std::vector<Candidate> out;
   // Built-in defaults come first: lowest precedence, they win only when nothing else fits.
@@ -84,8 +74,6 @@ Result<std::vector<Candidate>> candidates(const ResolveInput& in) {
       return claim_error(in, "error decoding config parameters: " + e.message,
                          field + ".opaque.parameters" + (e.field.empty() ? "" : "." + e.field));
     }
-    if (auto refused = not_acted_on(*decoded))
-      return claim_error(in, refused->second, field + ".opaque.parameters." + refused->first);
     out.push_back({std::move(*decoded), entry.source == "FromClass" ? ConfigOrigin::kFromClass : ConfigOrigin::kFromClaim,
                    i, &entry.requests});
   }

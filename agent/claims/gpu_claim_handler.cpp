@@ -27,8 +27,9 @@ Error claim_error(ErrorCode code, std::string message, const kubelet::ClaimRef& 
 // The area of a claim's crash points (test/process/crash_points.txt): its kind, the most involved
 // one when its groups differ. MPS claims carry their manager: its daemons survive a crash differently.
 struct ClaimKind {
-  bool dynamic_mig = false, mps = false, time_sliced = false, mig = false;
+  bool dynamic_mig = false, mps = false, time_sliced = false, mig = false, vfio = false;
   std::string_view area(const MpsControl& mps_control) const {
+    if (vfio) return "vfio";
     if (dynamic_mig) return "mig-dynamic";
     if (mps) return std::string_view(mps_control.kind()) == "systemd" ? "mps-systemd" : "mps-process";
     if (time_sliced) return "timeslice";
@@ -56,6 +57,7 @@ GpuClaimHandler::GpuClaimHandler(runtime::WorkerPool& pool, ClaimSource& source,
       }) {
   if (options_.mig_library) dynamic_mig_ = std::make_unique<DynamicMig>(
         pool_, *options_.mig_library, options_.metrics ? *options_.metrics : metrics::null_sink());
+  if (options_.pci) vfio_ = std::make_unique<VfioStep>(pool_, *options_.pci, options_.vfio);
 }
 
 MpsDaemon GpuClaimHandler::mps_daemon(const std::string& id, std::vector<std::string> uuids, MpsPlan plan) const {
@@ -83,6 +85,9 @@ Result<std::vector<GpuClaimHandler::PlannedGroup>> GpuClaimHandler::plan_claim(C
                          "allocated device \"" + r.device + "\" is a DynamicMIG device, but this agent has no NVML "
                          "library to create MIG devices with",
                          claim);
+    if (device->type == DeviceType::kVfio && !vfio_)
+      return claim_error(ErrorCode::kFailedPrecondition,
+                         "allocated device \"" + r.device + "\" is a VFIO device, but PassthroughSupport is off", claim);
     r.type = device->type;
   }
   input.results = allocation.results;
@@ -108,6 +113,7 @@ Result<std::vector<GpuClaimHandler::PlannedGroup>> GpuClaimHandler::plan_claim(C
     auto plan = plan_sharing(resolution->groups[i].config, group.uuids);
     if (!plan) return for_claim(plan.error(), claim);
     group.plan = std::move(*plan);
+    if (const auto* v = std::get_if<VfioDeviceConfig>(&resolution->groups[i].config)) group.vfio = *v;
     if (group.plan.kind == SharingKind::kMps && group.plan.mps.multi_user)
       for (const auto* d : group.devices)
         if (d->type == DeviceType::kGpu && d->cuda_cc_major < 7)
@@ -159,8 +165,11 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
     kind.mps |= g.plan.kind == SharingKind::kMps;
     kind.time_sliced |= g.plan.kind == SharingKind::kTimeSlicing && !g.gpu_uuids.empty();
     for (const auto* d : g.devices) kind.dynamic_mig |= d->dynamic, kind.mig |= d->type == DeviceType::kMig;
+    kind.vfio |= g.vfio.has_value();
   }
   const std::string_view area = kind.area(mps_);
+  if (auto free = check_twins_free(committer_.current(), claim.uid, allocation->results, inventory_); !free)
+    co_return for_claim(free.error(), claim);
   auto fabric = fabric_plan_of(claim.uid, *groups);  // fails this claim only, before anything is recorded
   if (!fabric) co_return for_claim(fabric.error(), claim);
   if (options_.fabric) options_.fabric->hold(claim.uid, *fabric);
@@ -195,6 +204,15 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
       else side = mig.error();
     }
   }
+  std::map<std::string, cdi::ContainerEdits> vfio_edits;  // VFIO devices, by name, once bound
+  for (const auto& group : *groups)
+    for (const auto* d : group.devices) {
+      if (d->type != DeviceType::kVfio || !side || !group.vfio) continue;
+      auto cdev = co_await vfio_->hand_over(*d);
+      auto e = cdev ? vfio_->device_edits(*d, *group.vfio, *cdev) : Result<cdi::ContainerEdits>(cdev.error());
+      if (e) vfio_edits.emplace(d->name, std::move(*e));
+      else side = e.error();
+    }
   std::vector<PreparedGroup> prepared(groups->size());
   std::vector<cdi::NamedEdits> edits;
   if (side) side = co_await pool_.run([&]() -> Status {
@@ -226,6 +244,8 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
           auto mig = cdi::read_mig_edits(cdi::MigDevice{d->parent_minor, gi, ci}, options_.host);
           if (!mig) return mig.error();
           e = std::move(*mig);
+        } else if (d->type == DeviceType::kVfio) {
+          e = vfio_edits[d->name];
         } else {
           e = cdi::gpu_edits(cdi::GpuDevice{d->minor, d->pci_bus_id}, options_.host);
         }
@@ -238,7 +258,11 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
         edits.push_back(cdi::NamedEdits{d->name, std::move(e)});
       }
     }
-    auto spec = cdi::build_claim_spec(cdi::kGpuVendor, claim.uid, edits, options_.common_edits);
+    // Upstream replaces the spec-level edits of a claim with a VFIO device by the VFIO ones.
+    const auto vfio_group = std::find_if(groups->begin(), groups->end(), [](const auto& g) { return g.vfio.has_value(); });
+    auto spec = cdi::build_claim_spec(cdi::kGpuVendor, claim.uid, edits,
+                                      vfio_group != groups->end() ? vfio_->claim_edits(*vfio_group->vfio)
+                                                                  : options_.common_edits);
     if (!spec) return spec.error();
     if (auto st = specs_.write(*spec); !st) return st;
     crash_point(area, "prepare.after-cdi-write");
@@ -254,6 +278,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
         for (const auto* live : {&created, &shared})
           if (auto made = live->find(d->name); made != live->end())
             entry.uuid = made->second.uuid, entry.gi_id = made->second.gi_id, entry.ci_id = made->second.ci_id;
+        if (d->type == DeviceType::kVfio) entry.pci_bus_id = d->pci_bus_id;
         prepared[g].devices.push_back(std::move(entry));
       }
     return {};
@@ -271,6 +296,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
   if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return for_claim(st.error(), claim);
   crash_point(area, "prepare.after-completed");  // durable, kubelet not yet answered
   clock.step("completed");
+  if (options_.on_devices_changed) options_.on_devices_changed();
   // describe() formats strings: only when the line will be written, not on every prepare.
   if (auto log = nvdra::logger("claims"); log->should_log(spdlog::level::debug))
     log->debug("claim {}/{} prepared in {}", claim.namespace_name, claim.name, clock.describe());
@@ -309,6 +335,7 @@ Result<std::vector<GpuClaimHandler::UndoGroup>> GpuClaimHandler::undo_groups(con
         // completed claim uses the device).
         if (d.type == DeviceType::kMig && inv && inv->dynamic && !mig_used_elsewhere(d.device, uid))
           u.migs.push_back(MigUndo{inv, std::pair{d.gi_id, d.ci_id}});
+        if (d.type == DeviceType::kVfio && inv) u.vfio.push_back(inv);
       }
       u.time_sliced = g.time_slice_applied;
       u.mps_daemon_id = g.mps_daemon_id;
@@ -328,8 +355,9 @@ Result<std::vector<GpuClaimHandler::UndoGroup>> GpuClaimHandler::undo_groups(con
 GpuClaimHandler::UndoGroup GpuClaimHandler::undo_of(const PlannedGroup& g, const std::string& uid,
                                                     const std::map<std::string, nvml::MigDeviceInfo>& created) const {
   UndoGroup u{g.gpu_uuids, g.uuids, g.plan.kind == SharingKind::kTimeSlicing,
-              g.plan.kind == SharingKind::kMps ? mps_daemon_id(uid, g.uuids) : "", g.plan.mps, {}};
+              g.plan.kind == SharingKind::kMps ? mps_daemon_id(uid, g.uuids) : "", g.plan.mps, {}, {}};
   for (const auto* d : g.devices) {
+    if (d->type == DeviceType::kVfio) u.vfio.push_back(d);
     if (!d->dynamic) continue;
     if (auto it = created.find(d->name); it != created.end())
       u.migs.push_back(MigUndo{d, std::pair{it->second.gi_id, it->second.ci_id}});
@@ -360,11 +388,17 @@ boost::asio::awaitable<Status> GpuClaimHandler::undo_claim(kubelet::ClaimRef cla
     kind.mps |= !g.mps_daemon_id.empty();
     kind.time_sliced |= g.time_sliced && !g.gpu_uuids.empty();
     kind.mig |= g.uuids.size() > g.gpu_uuids.size();
+    kind.vfio |= !g.vfio.empty();
   }
   const std::string_view area = kind.area(mps_);
   // MIG devices first (upstream order); a busy one fails the unprepare, the entry stays and kubelet retries.
   if (auto st = co_await destroy_migs(claim, groups); !st) co_return for_claim(st.error(), claim);
   if (kind.dynamic_mig) crash_point(area, "unprepare.after-mig-destroy");
+  // VFIO devices back to nvidia; one that will not go keeps the entry and kubelet retries.
+  for (const auto& g : groups)
+    for (const auto* d : g.vfio)
+      if (vfio_)
+        if (auto st = co_await vfio_->give_back(*d); !st) co_return for_claim(st.error(), claim);
   // The default time slice comes back only when no other prepared claim still time-slices the GPU.
   std::vector<std::string> keep = time_sliced_elsewhere(claim.uid);
   Status st = co_await pool_.run([&]() -> Status {
@@ -394,6 +428,7 @@ boost::asio::awaitable<Status> GpuClaimHandler::undo_claim(kubelet::ClaimRef cla
   if (auto c = co_await committer_.commit({ClaimUpdate{claim.uid, std::nullopt}}); !c)
     co_return for_claim(c.error(), claim);
   crash_point(area, "unprepare.after-erase");  // durable, kubelet not yet answered
+  if (options_.on_devices_changed) options_.on_devices_changed();
   co_return Status{};
 }
 

@@ -28,6 +28,7 @@
 #include "agent/claims/sharing_plan.hpp"
 #include "agent/claims/share_step.hpp"
 #include "agent/claims/time_slicing.hpp"
+#include "agent/claims/vfio_step.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "cdi/device_edits.hpp"
 #include "cdi/spec_store.hpp"
@@ -56,6 +57,13 @@ struct GpuClaimHandlerOptions {
   // FabricManager partitions (FabricManagerPartitioning / FabricTopologySupport); null: gates off,
   // FM is never touched. Must outlive the handler.
   FabricPartitions* fabric = nullptr;
+  // PassthroughSupport: the sysfs seam VFIO devices are bound through (null: VFIO devices in the
+  // inventory cannot be prepared) and the step's settings.
+  PciBinder* pci = nullptr;
+  VfioStepOptions vfio;
+  // After a claim with a VFIO device or a twinned GPU was prepared or undone: the published
+  // devices change (one face of a GPU is withdrawn while the other is prepared).
+  std::function<void()> on_devices_changed;
 };
 
 // Whether a checkpointed claim still exists in the API (same namespace, name and UID).
@@ -106,6 +114,7 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
     std::string mps_daemon_id;
     MpsPlan mps;
     std::vector<MigUndo> migs;  // DynamicMIG devices to destroy
+    std::vector<const InventoryDevice*> vfio;  // VFIO devices to give back to nvidia
   };
   struct PlannedGroup {
     std::vector<const InventoryDevice*> devices;
@@ -114,6 +123,7 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
     std::vector<std::string> uuids;      // all, sorted
     std::vector<std::string> gpu_uuids;  // full GPUs, sorted
     std::optional<FabricTopologyConfig> fabric;  // the group's GpuConfig.fabricTopologyConfig
+    std::optional<VfioDeviceConfig> vfio;  // the group's config when it is a VFIO group
   };
 
   Result<std::vector<PlannedGroup>> plan_claim(ClaimAllocation& allocation, const kubelet::ClaimRef& claim) const;
@@ -145,6 +155,7 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   NvidiaSmi smi_;
   std::unique_ptr<DynamicMig> dynamic_mig_;  // set when options.mig_library is
   ShareStep shares_;
+  std::unique_ptr<VfioStep> vfio_;           // set when options.pci is
 };
 
 }  // namespace nvdra::claims

@@ -4,6 +4,7 @@
 
 #include "nvml/partitions.hpp"
 #include "nvml/published_devices.hpp"
+#include "nvml/upstream_names.hpp"
 
 namespace nvdra::claims {
 
@@ -42,6 +43,40 @@ GpuInventory::GpuInventory(const nvml::DeviceModel& model, bool dynamic_mig) {
       if (published.count(dev.name)) devices_.emplace(dev.name, dev);
     }
   }
+}
+
+void GpuInventory::add_vfio(const std::vector<nvml::PciGpu>& pci, const nvml::DeviceModel& model) {
+  for (std::size_t i = 0; i < pci.size(); ++i) {
+    const auto& p = pci[i];
+    if (!p.unavailable.empty()) continue;
+    InventoryDevice dev;
+    dev.name = nvml::vfio_device_name(static_cast<unsigned>(i));
+    dev.type = DeviceType::kVfio;
+    dev.uuid = nvml::vfio_uuid(p.address);
+    dev.pci_bus_id = p.address;
+    dev.iommu_group = p.iommu_group.value_or(0);
+    for (const auto& f : p.group_peers)
+      if (f.same_slot) dev.group_functions.push_back(f.address);
+    bool mig = false;
+    for (const auto& g : model.gpus) {
+      if (nvml::normalize_bus_id(g.pci.bus_id) != p.address) continue;
+      mig = g.mig_enabled;  // upstream: a VFIO twin only for GPUs without MIG devices
+      dev.minor = g.minor, dev.has_minor = true, dev.twin = g.canonical_name();
+      if (auto it = devices_.find(dev.twin); it != devices_.end()) it->second.twin = dev.name;
+    }
+    if (!mig) devices_.emplace(dev.name, std::move(dev));
+  }
+}
+
+void GpuInventory::add_gpu(const nvml::GpuInfo& gpu) {
+  InventoryDevice full{gpu.canonical_name(), DeviceType::kGpu, gpu.uuid, gpu.minor, gpu.pci.bus_id,
+                       0, 0, 0, "", gpu.cuda_cc_major};
+  for (auto& [name, d] : devices_)
+    if (d.type == DeviceType::kVfio && d.pci_bus_id == nvml::normalize_bus_id(gpu.pci.bus_id)) {
+      d.twin = full.name, d.minor = gpu.minor, d.has_minor = true;
+      full.twin = name;
+    }
+  devices_.emplace(full.name, std::move(full));
 }
 
 const InventoryDevice* GpuInventory::find(const std::string& name) const {

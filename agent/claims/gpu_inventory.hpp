@@ -11,6 +11,7 @@
 #include "agent/claims/config_resolver.hpp"
 #include "nvml/device_model.hpp"
 #include "nvml/gpu_library.hpp"
+#include "nvml/pci_gpus.hpp"
 
 namespace nvdra::claims {
 
@@ -28,6 +29,12 @@ struct InventoryDevice {
   bool dynamic = false;
   nvml::MigDeviceRequest mig_request;  // GI profile ID, placement start, full-size CI profile
   bool parent_hopper = false;          // MIG mode may be toggled on the parent (Hopper+)
+  // PassthroughSupport. A VFIO device (kVfio): pci_bus_id is the sysfs address ("0000:18:00.0"),
+  // uuid upstream's VFIO uuid; the functions of the same card in its IOMMU group move with it.
+  unsigned iommu_group = 0;
+  std::vector<std::string> group_functions;
+  bool has_minor = false;  // VFIO: NVML saw the GPU at start, `minor` is its /dev/nvidia<minor>
+  std::string twin;        // the other face of the same GPU: gpu-<minor> <-> gpu-vfio-<index>
 };
 
 // A GPU whose MIG devices DynamicMIG creates and destroys.
@@ -47,6 +54,12 @@ class GpuInventory {
   GpuInventory(const nvml::DeviceModel& model, bool dynamic_mig);
 
   const InventoryDevice* find(const std::string& name) const;
+  // PassthroughSupport: a gpu-vfio-<index> device per GPU of `pci` that can be handed over whole
+  // and has no MIG device, twinned with the full GPU of the same PCI address. Adding keeps every
+  // existing device where it is (pointers stay valid), so it may run between prepares.
+  void add_vfio(const std::vector<nvml::PciGpu>& pci, const nvml::DeviceModel& model);
+  // A GPU NVML sees again after it went back to nvidia: its full GPU, twinned as before.
+  void add_gpu(const nvml::GpuInfo& gpu);
   // Published names, sorted.
   std::vector<std::string> names() const;
   std::size_t size() const { return devices_.size(); }

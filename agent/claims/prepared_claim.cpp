@@ -62,6 +62,11 @@ json::array encode_prepared_groups(const std::vector<PreparedGroup>& groups) {
                                                               {"ciId", d.ci_id}, {"migUUID", d.uuid},
                                                               {"parentUUID", d.parent_uuid}}},
                                     {"device", device}};
+      } else if (d.type == DeviceType::kVfio) {
+        entry["gpu"] = nullptr;
+        entry["mig"] = nullptr;
+        entry["vfio"] = json::object{{"info", json::object{{"uuid", d.uuid}, {"pciBusID", d.pci_bus_id}}},
+                                     {"device", device}};
       } else {
         entry["gpu"] = json::object{{"info", json::object{{"uuid", d.uuid}}}, {"device", device}};
         entry["mig"] = nullptr;
@@ -107,9 +112,15 @@ Result<std::vector<PreparedGroup>> decode_prepared_groups(const json::array& gro
           e.parent_uuid = string_of(member(*c, "parentUUID"));
         }
         device = member(*mig, "device");
+      } else if (const auto* vfio = member(d, "vfio"); vfio && vfio->is_object()) {
+        e.type = DeviceType::kVfio;
+        const auto* info = member(*vfio, "info");
+        e.uuid = string_of(info ? member(*info, "uuid") : nullptr);
+        e.pci_bus_id = string_of(info ? member(*info, "pciBusID") : nullptr);
+        device = member(*vfio, "device");
       }
       if (!device || !device->is_object())
-        return bad(claim, "preparedDevices[" + std::to_string(i) + "] holds a device that is neither gpu nor mig");
+        return bad(claim, "preparedDevices[" + std::to_string(i) + "] holds a device that is neither gpu, mig nor vfio");
       e.requests = strings_of(member(*device, "Requests"));
       e.pool = string_of(member(*device, "PoolName"));
       e.device = string_of(member(*device, "DeviceName"));

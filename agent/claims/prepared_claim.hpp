@@ -17,8 +17,8 @@
 namespace nvdra::claims {
 
 struct PreparedEntry {
-  DeviceType type = DeviceType::kGpu;  // kGpu or kMig
-  std::string uuid;                    // GPU-… / MIG-…
+  DeviceType type = DeviceType::kGpu;  // kGpu, kMig or kVfio
+  std::string uuid;                    // GPU-… / MIG-… / VFIO uuid
   std::string parent_uuid;             // MIG only, with parent_minor/gi_id/ci_id
   unsigned parent_minor = 0, gi_id = 0, ci_id = 0;
   std::vector<std::string> requests;   // as in the allocation result (may be "<main>/<sub>")
@@ -27,6 +27,7 @@ struct PreparedEntry {
   std::vector<std::string> cdi_device_ids;
   std::string share_id;             // "ShareID": a share of a multi-allocatable device (consumable shares)
   boost::json::object metadata;     // "Metadata" (DeviceMetadata, device_metadata.hpp); empty: omitted
+  std::string pci_bus_id;  // VFIO only: "0000:18:00.0"
   bool operator==(const PreparedEntry&) const = default;
 };
 
@@ -37,7 +38,8 @@ struct PreparedGroup {
   bool operator==(const PreparedGroup&) const = default;
 };
 
-// {"devices":[{"gpu":{…},"mig":null}|{"gpu":null,"mig":{"concrete":{…},"device":D}}],"configState":{…}}
+// {"devices":[{"gpu":{…},"mig":null}|{"gpu":null,"mig":{"concrete":{…},"device":D}}
+//             |{"gpu":null,"mig":null,"vfio":{"info":{"uuid":…,"pciBusID":…},"device":D}}],"configState":{…}}
 boost::json::array encode_prepared_groups(const std::vector<PreparedGroup>& groups);
 // Errors (kFailedPrecondition) name `claim` and the bad element: the checkpoint was valid JSON
 // with a verified checksum, so a shape mismatch means another writer's format.

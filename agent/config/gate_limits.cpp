@@ -9,12 +9,8 @@ const std::vector<GateLimit>& gate_limits() {
        "nvdra does not monitor device health yet (no NVML XID events, no device taints; nvdractl shows health as "
        "unknown); leave it off",
        false},
-      {kPassthroughSupport, false,
-       "nvdra publishes no VFIO devices and does no vfio-pci binding; leave it off and run upstream's "
-       "gpu-kubelet-plugin for GPU passthrough",
-       false},
       {kDeviceMetadata, false,
-       "nvdra publishes no VFIO devices, the only devices upstream attaches KEP-5304 metadata to; leave it off",
+       "nvdra attaches no KEP-5304 device metadata to its VFIO devices yet; leave it off",
        false},
       {kIMEXDaemonsWithDNSNames, true,
        "it only shapes the per-ComputeDomain IMEX daemons of driver-managed mode, which nvdra does not run; leave it "

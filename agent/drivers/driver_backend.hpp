@@ -8,6 +8,7 @@
 // driver keeps running. All calls on the io_context thread.
 #include <boost/asio/awaitable.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -47,9 +48,13 @@ class DriverBackend {
   // Where the backend reports what operators must see (Kubernetes Events); set before start(),
   // null when no API server is configured.
   void set_events(k8s::EventRecorder* events) { events_ = events; }
+  // Where the backend hands what it publishes when that changes after start (PassthroughSupport:
+  // one face of a GPU withdrawn while the other is prepared); called on the io_context thread.
+  void on_resources_changed(std::function<void(DriverResources)> f) { resources_changed_ = std::move(f); }
 
  protected:
   k8s::EventRecorder* events_ = nullptr;
+  std::function<void(DriverResources)> resources_changed_;
 };
 
 }  // namespace nvdra::drivers

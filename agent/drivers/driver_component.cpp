@@ -176,6 +176,11 @@ boost::asio::awaitable<void> DriverComponent::publish(std::shared_ptr<k8s::ApiSe
     }
   });
   publisher_->set_desired(std::move(*resources));
+  backend_->on_resources_changed([this](DriverResources changed) {
+    if (!publisher_) return;
+    ctx_.status.set_devices(name(), device_rows(name(), changed.devices));
+    publisher_->set_desired(std::move(changed));
+  });
   co_await publisher_->run();
 }
 

@@ -2,6 +2,7 @@
 
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <span>
 
@@ -13,6 +14,8 @@
 #include "agent/claims/gpu_inventory.hpp"
 #include "agent/claims/helper_program_mps.hpp"
 #include "agent/claims/mps_manager.hpp"
+#include "agent/claims/pci_binder.hpp"
+#include "agent/claims/vfio_step.hpp"
 #include "agent/config/options.hpp"
 #include "agent/drivers/api_claim_source.hpp"
 #include "agent/drivers/checkpoint_rebuild.hpp"
@@ -28,9 +31,12 @@
 #include "cdi/naming.hpp"
 #include "cdi/spec_builder.hpp"
 #include "cdi/spec_store.hpp"
+#include "nvml/discovery.hpp"
 #include "nvml/partitions.hpp"
 #include "nvml/consumable_shares.hpp"
+#include "nvml/pci_gpus.hpp"
 #include "nvml/published_devices.hpp"
+#include "nvml/upstream_names.hpp"
 
 namespace nvdra::drivers {
 namespace fs = std::filesystem;
@@ -38,7 +44,12 @@ namespace fs = std::filesystem;
 // Everything start() builds; members in dependency order (destroyed in reverse).
 struct GpuBackend::Parts {
   std::shared_ptr<DiscoveredGpus> gpus;  // NodeGpus's session: outlives a restart of this driver
+  nvml::DeviceModel model;               // gpus->model plus GPUs NVML saw again after vfio-pci
   claims::GpuInventory inventory;
+  // PassthroughSupport: the node's NVIDIA PCI GPUs (gpu-vfio-<index> = position), /dev/iommu, sysfs.
+  std::vector<nvml::PciGpu> pci;
+  bool iommufd = false;
+  std::unique_ptr<claims::PciBinder> binder;
   cdi::HostView host;
   cdi::ContainerEdits common_edits;  // spec-level edits of every claim spec
   std::string hook_problem;          // no nvidia-cdi-hook found: specs go without hooks
@@ -121,7 +132,62 @@ Status open_parts(GpuBackend::Parts& p, const config::Options& o) {
   return {};
 }
 
+// PassthroughSupport at start, on the worker pool: the host must have IOMMU groups and vfio-pci;
+// the PCI GPUs are read from sysfs (NVML does not see those already on vfio-pci).
+Status open_passthrough(GpuBackend::Parts& p, const config::Options& o) {
+  auto log = logger(config::kGpuDriverName);
+  const fs::path host(o.host_root);
+  if (!nvml::iommu_enabled(o.host_root))
+    return make_error(ErrorCode::kFailedPrecondition,
+                      "PassthroughSupport: IOMMU is not enabled in the kernel (" + (host / "sys/kernel/iommu_groups").string() +
+                          " is empty): boot the host with intel_iommu=on or amd_iommu=on, or leave the gate off");
+  std::error_code ec;
+  if (!fs::is_directory(host / "sys/module/vfio_pci", ec))
+    return make_error(ErrorCode::kFailedPrecondition,
+                      "PassthroughSupport: the vfio-pci module is not loaded (" + (host / "sys/module/vfio_pci").string() +
+                          " is missing): run modprobe vfio-pci on the host (or list it in /etc/modules-load.d)");
+  auto pci = nvml::scan_pci_gpus(nvml::PciScanOptions{o.host_root});
+  if (!pci) return pci.error();
+  p.pci = std::move(*pci);
+  p.iommufd = nvml::iommufd_enabled(o.host_root);
+  for (std::size_t i = 0; i < p.pci.size(); ++i) {
+    const auto& g = p.pci[i];
+    if (!g.unavailable.empty())
+      log->warn("gpu={} {} not published: {}", g.address, nvml::vfio_device_name(static_cast<unsigned>(i)), g.unavailable);
+    else if (g.driver == nvml::kVfioPciDriver)
+      log->info("gpu={} {} is already bound to vfio-pci: published as VFIO only, not re-bound", g.address,
+                nvml::vfio_device_name(static_cast<unsigned>(i)));
+  }
+  p.inventory.add_vfio(p.pci, p.model);
+  p.binder = claims::make_sysfs_pci_binder(o.host_root);
+  return {};
+}
+
 }  // namespace
+
+void GpuBackend::wire_passthrough(Parts& p, claims::GpuClaimHandlerOptions& ho, const config::Options& o) {
+  ho.pci = p.binder.get();
+  ho.vfio.iommufd = p.iommufd;
+  // NVML is asked again after a GPU went back to nvidia: its full GPU is published once NVML has it.
+  ho.vfio.rediscover = [lib = p.gpus->library.get(), sysfs = (fs::path(o.host_root) / "sys").string()](
+                           const std::string& address) -> Result<std::optional<nvml::DeviceModel>> {
+    auto model = nvml::discover(*lib, nvml::DiscoveryOptions{sysfs});
+    if (!model) return model.error();
+    for (const auto& g : model->gpus)
+      if (nvml::normalize_bus_id(g.pci.bus_id) == address) return std::optional(std::move(*model));
+    return std::optional<nvml::DeviceModel>();
+  };
+  ho.vfio.on_gpu_back = [&p](const nvml::DeviceModel& model) {
+    for (const auto& g : model.gpus)
+      if (std::none_of(p.model.gpus.begin(), p.model.gpus.end(), [&](const auto& k) { return k.uuid == g.uuid; })) {
+        p.model.gpus.push_back(g);
+        p.inventory.add_gpu(g);
+      }
+  };
+  ho.on_devices_changed = [this] {
+    if (parts_ && resources_changed_) resources_changed_(current_resources());
+  };
+}
 
 GpuBackend::GpuBackend(RunContext& ctx) : ctx_(ctx) {}
 GpuBackend::~GpuBackend() = default;
@@ -134,7 +200,11 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   auto gpus = co_await ctx_.gpus.get();
   if (!gpus) co_return gpus.error();
   parts->gpus = std::move(*gpus);
-  parts->inventory = claims::GpuInventory(parts->gpus->model, o.gates.enabled(config::gate::kDynamicMIG));
+  parts->model = parts->gpus->model;
+  parts->inventory = claims::GpuInventory(parts->model, o.gates.enabled(config::gate::kDynamicMIG));
+  const bool passthrough = o.gates.enabled(config::gate::kPassthroughSupport);
+  if (passthrough)
+    if (auto st = co_await ctx_.workers.run([&p = *parts, &o] { return open_passthrough(p, o); }); !st) co_return st;
   auto checkpoint = co_await open_driver_checkpoint(ctx_, config::kGpuDriverName, data_dir, events_);
   if (!checkpoint) co_return checkpoint.error();
   parts->store = std::move(checkpoint->store);
@@ -178,6 +248,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
     p.fabric->on_change([this] { publish_fabric_status(); });
     ho.fabric = p.fabric.get();
   }
+  if (passthrough) wire_passthrough(p, ho, o);
   p.handler = std::make_unique<claims::GpuClaimHandler>(ctx_.workers, *p.source, p.inventory, *p.committer, *p.specs,
                                                         *p.mps, ho);
 
@@ -216,15 +287,27 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
 
 kubelet::ClaimHandler& GpuBackend::claims() { return *parts_->handler; }
 
-boost::asio::awaitable<Result<DriverResources>> GpuBackend::resources() {
-  auto resources =
-      nvml::published_gpu_resources(parts_->gpus->model, ctx_.options.gates.enabled(config::gate::kDynamicMIG));
+boost::asio::awaitable<Result<DriverResources>> GpuBackend::resources() { co_return current_resources(); }
+
+DriverResources GpuBackend::current_resources() const {
+  const auto& p = *parts_;
+  auto out = nvml::published_gpu_resources(p.model, ctx_.options.gates.enabled(config::gate::kDynamicMIG));
   // The loader checked the value; "disabled" when the gate is off.
   auto shares = nvml::parse_consumable_shares(ctx_.options.consumable_shares);
-  nvml::apply_device_options(resources, shares ? *shares : nvml::ConsumableShares{},
+  nvml::apply_device_options(out, shares ? *shares : nvml::ConsumableShares{},
                              ctx_.options.gates.enabled(config::gate::kDRAListTypeAttributes));
-  if (parts_->fabric) add_fabric_attributes(resources, parts_->fabric_session, parts_->gpus->model);
-  co_return resources;
+  if (p.fabric) add_fabric_attributes(out, p.fabric_session, p.model);
+  if (!p.binder) return out;
+  // VFIO devices after the options: upstream never shares them, and publishes their numaNode as an int.
+  for (std::size_t i = 0; i < p.pci.size(); ++i)
+    if (p.inventory.find(nvml::vfio_device_name(static_cast<unsigned>(i))))
+      out.devices.push_back(nvml::published_vfio(p.pci[i], static_cast<unsigned>(i), p.iommufd));
+  // While one face of a GPU is prepared, the other is not offered (upstream §2.3).
+  const auto withdrawn = claims::withdrawn_twins(p.committer->current(), p.inventory);
+  std::erase_if(out.devices, [&](const PublishedDevice& d) {
+    return std::find(withdrawn.begin(), withdrawn.end(), d.name) != withdrawn.end();
+  });
+  return out;
 }
 
 void GpuBackend::publish_fabric_status() {

@@ -7,6 +7,9 @@
 
 #include "agent/drivers/driver_backend.hpp"
 
+namespace nvdra::claims { struct GpuClaimHandlerOptions; }
+namespace nvdra::config { struct Options; }
+
 namespace nvdra::drivers {
 
 class GpuBackend final : public DriverBackend {
@@ -24,6 +27,9 @@ class GpuBackend final : public DriverBackend {
   void publish_fabric_status();  // active FM partitions into the D-Bus status
 
  private:
+  DriverResources current_resources() const;
+  void wire_passthrough(Parts& p, claims::GpuClaimHandlerOptions& ho, const config::Options& o);
+
   RunContext& ctx_;
   std::unique_ptr<Parts> parts_;
 };

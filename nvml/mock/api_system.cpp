@@ -2,6 +2,9 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <filesystem>
+#include <system_error>
+#include <vector>
 
 #include "nvml/mock/api_support.hpp"
 #include "nvml/nvml_functions.hpp"
@@ -26,12 +29,34 @@ bool parse_bus_id(const char* text, unsigned* domain, unsigned* bus, unsigned* d
   return false;
 }
 
+// A GPU the simulated host has bound to another driver (vfio-pci) or to none is invisible to NVML,
+// as on a real host: <NVDRA_MOCK_HOST_ROOT>/sys/bus/pci/devices/<bdf>/driver says which. A GPU
+// without a sysfs entry (profiles without a PCI tree) stays visible.
+bool hidden_from_nvml(const Session& s, const GpuSpec& g) {
+  if (s.caps_root.empty()) return false;
+  char bdf[32];
+  std::snprintf(bdf, sizeof bdf, "%04x:%02x:%02x.%x", g.domain, g.bus, g.device, g.function);
+  const std::filesystem::path dev = std::filesystem::path(s.caps_root) / "sys/bus/pci/devices" / bdf;
+  std::error_code ec;
+  if (!std::filesystem::exists(dev, ec)) return false;
+  const auto driver = std::filesystem::read_symlink(dev / "driver", ec);
+  return ec || driver.filename() != "nvidia";
+}
+
+std::vector<unsigned> visible_gpus(const Session& s) {
+  std::vector<unsigned> out;
+  for (unsigned i = 0; i < s.profile.gpus.size(); ++i)
+    if (!hidden_from_nvml(s, s.profile.gpus[i])) out.push_back(i);
+  return out;
+}
+
 nvmlReturn_t handle_by_uuid(const std::string& uuid, nvmlDevice_t* device) {
   auto s = current_session();
   if (!s) return NVML_ERROR_UNINITIALIZED;
   if (device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   for (unsigned i = 0; i < s->profile.gpus.size(); ++i) {
     if (s->profile.gpus[i].uuid == uuid) {
+      if (hidden_from_nvml(*s, s->profile.gpus[i])) return NVML_ERROR_NOT_FOUND;
       *device = make_handle<nvmlDevice_t>(Ref{Kind::kGpu, i});
       return NVML_SUCCESS;
     }
@@ -113,7 +138,7 @@ nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
   auto s = current_session();
   if (!s) return NVML_ERROR_UNINITIALIZED;
   if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  *count = static_cast<unsigned>(s->profile.gpus.size());
+  *count = static_cast<unsigned>(visible_gpus(*s).size());
   return NVML_SUCCESS;
 }
 nvmlReturn_t nvmlDeviceGetCount(unsigned int* count) { return nvmlDeviceGetCount_v2(count); }
@@ -121,8 +146,9 @@ nvmlReturn_t nvmlDeviceGetCount(unsigned int* count) { return nvmlDeviceGetCount
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
   auto s = current_session();
   if (!s) return NVML_ERROR_UNINITIALIZED;
-  if (device == nullptr || index >= s->profile.gpus.size()) return NVML_ERROR_INVALID_ARGUMENT;
-  const nvmlDevice_t h = make_handle<nvmlDevice_t>(Ref{Kind::kGpu, index});
+  const auto visible = visible_gpus(*s);
+  if (device == nullptr || index >= visible.size()) return NVML_ERROR_INVALID_ARGUMENT;
+  const nvmlDevice_t h = make_handle<nvmlDevice_t>(Ref{Kind::kGpu, visible[index]});
   return with_gpu(h, Access::kRead, [&](DeviceView&) {
     *device = h;
     return NVML_SUCCESS;
@@ -161,6 +187,7 @@ nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, nvmlDevice_t* 
   for (unsigned i = 0; i < s->profile.gpus.size(); ++i) {
     const auto& g = s->profile.gpus[i];
     if (g.domain == domain && g.bus == bus && g.device == dev) {
+      if (hidden_from_nvml(*s, g)) return NVML_ERROR_NOT_FOUND;
       *device = make_handle<nvmlDevice_t>(Ref{Kind::kGpu, i});
       return NVML_SUCCESS;
     }

@@ -200,18 +200,16 @@ TEST(ConfigResolver, VfioDefaultExistsOnlyWithPassthroughAndOneGroupPerClaim) {
   EXPECT_EQ(std::get<VfioDeviceConfig>(one->groups[0].config).iommu->backend_policy, "LegacyOnly");
 }
 
-// Blocks nvdra does not act on fail the claim, naming the block, instead of being validated and ignored.
-TEST(ConfigResolver, VfioDeviceConfigFailsTheClaimNamingTheBlock) {
+// A VfioDeviceConfig from the claim applies to its VFIO device (PassthroughSupport acts on it).
+TEST(ConfigResolver, VfioDeviceConfigAppliesToTheVfioDevice) {
   AllocationResult v0{"a", "gpu.nvidia.com", "node", "gpu-vfio-0", DeviceType::kVfio};
   auto in = gpu_claim({gpu("g", "gpu-0"), v0}, {entry("FromClass", {}, kGpuMps), entry("FromClaim", {"a"}, kVfio)});
   in.gates.passthrough_support = true;
+  in.gates.mps_support = true;
   auto r = resolve_configs(in);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message,
-            "VfioDeviceConfig is not supported by nvdra: it publishes no VFIO devices and does no vfio-pci binding "
-            "(upstream's PassthroughSupport); remove this config");
-  EXPECT_EQ(r.error().field, "status.allocation.devices.config[1].opaque.parameters.kind");
-  EXPECT_EQ(r.error().claim, "ns/claim (uid-1)");
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  ASSERT_TRUE(r->group_of_result[1].has_value());
+  EXPECT_TRUE(std::holds_alternative<VfioDeviceConfig>(r->groups[*r->group_of_result[1]].config));
 }
 
 TEST(ConfigResolver, FabricTopologyConfigReachesItsGroupLikeAnyGpuConfig) {

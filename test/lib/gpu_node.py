@@ -21,6 +21,7 @@ import urllib.parse
 import urllib.request
 
 from apiserver_double import start_in
+from fake_pci import TOPOLOGY, FakePciHost
 from kubelet_double import Claim, KubeletDouble
 from nvdra_testlib import MOCK_NVML, AgentDirs, NotifySocket, agent_binary, clean_env, make_fake_node
 
@@ -96,7 +97,8 @@ def gpu_config(**fields):
 
 class SimulatedNode:
     def __init__(self, profile="dgx-a100", node="gpu-node-1", api_version=(1, 35), gates="", args=(), drivers=None,
-                 api_process=False, env=None, node_options=(), api_gates=None, api_options=None):
+                 api_process=False, env=None, node_options=(), api_gates=None, api_options=None, pci=None,
+                 iommufd=False):
         self.profile, self.node, self.gates, self.extra_args = profile, node, gates, list(args)
         self.drivers = drivers or [GPU, CD]
         self.extra_env = dict(env or {})
@@ -105,6 +107,10 @@ class SimulatedNode:
         self.mock_state = tempfile.mkdtemp(prefix="mock-", dir=self.root)
         # node_options: nvdra-fake-node's flags, e.g. ("--driver-container",) for nodes in the driver root's dev/.
         self.driver_root, self.host_root = make_fake_node(self.root, self.env(), node_options)
+        # The PCI tree and its kernel stand-in (fake_pci): for passthrough profiles, or when asked.
+        self.pci = None
+        if pci if pci is not None else profile in TOPOLOGY:
+            self.pci = FakePciHost(self.host_root, profile, iommufd=iommufd).start()
         api_dir = os.path.join(self.root, "api")
         # api_options: start_in's keywords (serve=False: down at start; path_prefix: behind a proxy).
         self.api = RemoteApiDouble(api_dir, api_version) if api_process else start_in(
@@ -220,6 +226,8 @@ class SimulatedNode:
             self.proc.wait()
         self._close_run()
         self.api.stop()
+        if self.pci:
+            self.pci.stop()
         self.dirs.cleanup()
 
     # --- the cluster -------------------------------------------------------------------------

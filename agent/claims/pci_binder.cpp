@@ -1,0 +1,95 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include "agent/claims/pci_binder.hpp"
+
+namespace nvdra::claims {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SysfsPciBinder final : public PciBinder {
+ public:
+  explicit SysfsPciBinder(std::string host_root) : root_(std::move(host_root)), pci_(root_ / "sys/bus/pci") {}
+
+  Result<std::string> driver(const std::string& address) override {
+    const fs::path dev = pci_ / "devices" / address;
+    std::error_code ec;
+    if (!fs::exists(dev, ec)) return make_error(ErrorCode::kNotFound, "no PCI function " + dev.string());
+    const fs::path link = fs::read_symlink(dev / "driver", ec);
+    return ec ? std::string() : link.filename().string();
+  }
+
+  Status unbind(const std::string& address, const std::string& driver) override {
+    return write(pci_ / "drivers" / driver / "unbind", address);
+  }
+  Status set_override(const std::string& address, const std::string& driver) override {
+    return write(pci_ / "devices" / address / "driver_override", driver);
+  }
+  Status probe(const std::string& address) override { return write(pci_ / "drivers_probe", address); }
+
+  std::vector<GpuHolder> holders(unsigned minor) override {
+    const std::string node = "/dev/nvidia" + std::to_string(minor);
+    std::vector<GpuHolder> out;
+    std::error_code ec;
+    for (const auto& proc : fs::directory_iterator(root_ / "proc", ec)) {
+      const std::string pid = proc.path().filename();
+      if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::error_code fec;
+      for (const auto& fd : fs::directory_iterator(proc.path() / "fd", fec)) {
+        std::error_code lec;
+        const std::string target = fs::read_symlink(fd.path(), lec).string();
+        // The link names the node in the process's mount namespace; a driver container's
+        // /driver-root/dev/nvidiaN holds the GPU just the same.
+        if (lec || target.size() < node.size() || target.compare(target.size() - node.size(), node.size(), node) != 0)
+          continue;
+        std::ifstream comm(proc.path() / "comm");
+        GpuHolder h{std::stol(pid), {}};
+        std::getline(comm, h.command);
+        out.push_back(std::move(h));
+        break;
+      }
+    }
+    return out;
+  }
+
+  std::string iommufd_cdev(const std::string& address) override {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(pci_ / "devices" / address / "vfio-dev", ec))
+      return e.path().filename().string();
+    return {};
+  }
+
+ private:
+  // One write(2), as echo does: sysfs acts on each write. O_NONBLOCK: a write to a file nobody
+  // acts on fails at once instead of hanging the worker.
+  static Status write(const fs::path& file, const std::string& value) {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return make_error(ErrorCode::kUnavailable, "open " + file.string() + ": " + std::strerror(errno));
+    const std::string line = value + "\n";
+    const ssize_t n = ::write(fd, line.data(), line.size());
+    const int err = errno;
+    ::close(fd);
+    if (n != static_cast<ssize_t>(line.size()))
+      return make_error(ErrorCode::kUnavailable,
+                        "write \"" + value + "\" to " + file.string() + ": " + (n < 0 ? std::strerror(err) : "short write"));
+    return {};
+  }
+
+  fs::path root_;
+  fs::path pci_;
+};
+
+}  // namespace
+
+std::unique_ptr<PciBinder> make_sysfs_pci_binder(std::string host_root) {
+  return std::make_unique<SysfsPciBinder>(std::move(host_root));
+}
+
+}  // namespace nvdra::claims

@@ -1,0 +1,226 @@
+#include "agent/claims/vfio_step.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <map>
+
+#include "agent/base/crash_point.hpp"
+#include "agent/base/log.hpp"
+#include "agent/claims/prepared_claim.hpp"
+#include "agent/runtime/worker_pool.hpp"
+#include "nvml/pci_gpus.hpp"
+
+namespace nvdra::claims {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+boost::asio::awaitable<void> pause(std::chrono::milliseconds d) {
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, d);
+  co_await timer.async_wait(boost::asio::use_awaitable);  // throws when the prepare is cancelled
+}
+
+std::string seconds(std::chrono::milliseconds d) {
+  return std::to_string(d.count() / 1000) + (d.count() % 1000 ? "." + std::to_string(d.count() % 1000 / 100) : "") +
+         "s";
+}
+
+std::string describe(const std::vector<GpuHolder>& holders) {
+  std::string out;
+  for (const auto& h : holders)
+    out += (out.empty() ? "" : ", ") + std::string("pid ") + std::to_string(h.pid) + " (" + h.command + ")";
+  return out;
+}
+
+// Device names of gpu.nvidia.com results per claim in the checkpoint (either state).
+std::map<std::string, std::vector<std::string>> held_devices(const Checkpoint& checkpoint) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& [uid, entry] : checkpoint.claims) {
+    auto status = decode_claim_status(entry.status, uid);
+    if (!status) continue;
+    for (const auto& r : status->results)
+      if (r.driver == kGpuDriverName) out[uid].push_back(r.device);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status check_twins_free(const Checkpoint& checkpoint, const std::string& uid,
+                        const std::vector<AllocationResult>& results, const GpuInventory& inventory) {
+  const auto held = held_devices(checkpoint);
+  for (const auto& r : results) {
+    if (r.driver != kGpuDriverName) continue;
+    const auto* d = inventory.find(r.device);
+    if (!d || d->twin.empty()) continue;
+    for (const auto& [other, names] : held)
+      if (other != uid && std::find(names.begin(), names.end(), d->twin) != names.end())
+        return make_error(ErrorCode::kFailedPrecondition,
+                          "requested device " + r.device + " is the same GPU as " + d->twin +
+                              ", which is already allocated to different claim " + other);
+  }
+  return {};
+}
+
+std::vector<std::string> withdrawn_twins(const Checkpoint& checkpoint, const GpuInventory& inventory) {
+  std::vector<std::string> out;
+  for (const auto& [uid, names] : held_devices(checkpoint))
+    for (const auto& n : names)
+      if (const auto* d = inventory.find(n); d && !d->twin.empty()) out.push_back(d->twin);
+  return out;
+}
+
+VfioStep::VfioStep(runtime::WorkerPool& pool, PciBinder& binder, VfioStepOptions options)
+    : pool_(pool), binder_(binder), options_(std::move(options)) {}
+
+boost::asio::awaitable<Status> VfioStep::wait_for_driver(const std::string& address, const std::string& driver,
+                                                         const std::string& what) {
+  const auto deadline = Clock::now() + options_.bind_deadline;
+  for (;;) {
+    auto now = co_await pool_.run([&] { return binder_.driver(address); });
+    if (!now) co_return now.error();
+    if (*now == driver) co_return Status{};
+    if (Clock::now() >= deadline)
+      co_return make_error(ErrorCode::kUnavailable,
+                           what + " " + address + " is bound to " + (now->empty() ? "no driver" : *now) + ", not " +
+                               (driver.empty() ? "none" : driver) + ", " + seconds(options_.bind_deadline) +
+                               " after the write (did the kernel refuse it? is the " +
+                               (driver.empty() ? std::string("old") : driver) + " driver loaded?)");
+    co_await pause(options_.bind_poll);
+  }
+}
+
+boost::asio::awaitable<Status> VfioStep::wait_until_free(const InventoryDevice& d) {
+  if (!d.has_minor) co_return Status{};
+  const auto deadline = Clock::now() + options_.busy_deadline;
+  const unsigned minor = d.minor;
+  for (;;) {
+    auto holders = co_await pool_.run([&] { return binder_.holders(minor); });
+    if (holders.empty()) co_return Status{};
+    if (Clock::now() >= deadline)
+      co_return make_error(ErrorCode::kUnavailable,
+                           "GPU " + d.pci_bus_id + " (" + d.name + ", /dev/nvidia" + std::to_string(minor) +
+                               ") is still in use after " + seconds(options_.busy_deadline) + " by " +
+                               describe(holders) + "; stop them (or the host service that runs them) and retry");
+    co_await pause(options_.busy_poll);
+  }
+}
+
+boost::asio::awaitable<Status> VfioStep::rebind(const std::string& address, const std::string& from,
+                                                const std::string& to, const std::string& what) {
+  if (!from.empty()) {
+    if (auto st = co_await pool_.run([&] { return binder_.unbind(address, from); }); !st) co_return st;
+    if (auto st = co_await wait_for_driver(address, "", what); !st) co_return st;
+  }
+  auto st = co_await pool_.run([&]() -> Status {
+    if (auto s = binder_.set_override(address, to == nvml::kVfioPciDriver ? to : ""); !s) return s;
+    return binder_.probe(address);
+  });
+  co_return st;
+}
+
+boost::asio::awaitable<Result<std::string>> VfioStep::hand_over(const InventoryDevice& d) {
+  auto log = nvdra::logger("claims");
+  auto driver = co_await pool_.run([&] { return binder_.driver(d.pci_bus_id); });
+  if (!driver) co_return driver.error();
+  if (*driver != nvml::kVfioPciDriver) {
+    if (!driver->empty() && *driver != nvml::kNvidiaDriver)
+      co_return make_error(ErrorCode::kFailedPrecondition, "GPU " + d.pci_bus_id + " (" + d.name +
+                                                               ") is bound to driver " + *driver +
+                                                               ", expected nvidia or vfio-pci");
+    if (!driver->empty()) {
+      if (auto st = co_await wait_until_free(d); !st) co_return st.error();
+      if (auto st = co_await pool_.run([&] { return binder_.unbind(d.pci_bus_id, *driver); }); !st)
+        co_return st.error();
+      if (auto st = co_await wait_for_driver(d.pci_bus_id, "", "GPU"); !st) co_return st.error();
+    }
+    crash_point("vfio.prepare.after-unbind");
+  }
+  // The kernel hands over an IOMMU group only whole: the card's other functions (HDMI audio) go too.
+  for (const auto& f : d.group_functions) {
+    auto fd = co_await pool_.run([&] { return binder_.driver(f); });
+    if (!fd) co_return fd.error();
+    if (*fd == nvml::kVfioPciDriver) continue;
+    if (auto st = co_await rebind(f, *fd, nvml::kVfioPciDriver, "function"); !st) co_return st.error();
+    if (auto st = co_await wait_for_driver(f, nvml::kVfioPciDriver, "function"); !st) co_return st.error();
+  }
+  if (*driver != nvml::kVfioPciDriver) {
+    if (auto st = co_await rebind(d.pci_bus_id, "", nvml::kVfioPciDriver, "GPU"); !st) co_return st.error();
+    if (auto st = co_await wait_for_driver(d.pci_bus_id, nvml::kVfioPciDriver, "GPU"); !st) co_return st.error();
+    crash_point("vfio.prepare.after-bind-vfio");
+    log->info("gpu={} device={} bound to vfio-pci", d.pci_bus_id, d.name);
+  }
+  co_return co_await pool_.run([&] { return binder_.iommufd_cdev(d.pci_bus_id); });
+}
+
+boost::asio::awaitable<Status> VfioStep::give_back(const InventoryDevice& d) {
+  auto driver = co_await pool_.run([&] { return binder_.driver(d.pci_bus_id); });
+  if (!driver) co_return driver.error();
+  if (*driver != nvml::kNvidiaDriver) {
+    if (!driver->empty() && *driver != nvml::kVfioPciDriver)
+      co_return make_error(ErrorCode::kFailedPrecondition, "GPU " + d.pci_bus_id + " (" + d.name +
+                                                               ") is bound to driver " + *driver +
+                                                               ", expected vfio-pci or nvidia");
+    if (!driver->empty()) {
+      if (auto st = co_await pool_.run([&] { return binder_.unbind(d.pci_bus_id, *driver); }); !st) co_return st;
+      if (auto st = co_await wait_for_driver(d.pci_bus_id, "", "GPU"); !st) co_return st;
+      crash_point("vfio.unprepare.after-unbind");
+    }
+    if (auto st = co_await rebind(d.pci_bus_id, "", nvml::kNvidiaDriver, "GPU"); !st) co_return st;
+    if (auto st = co_await wait_for_driver(d.pci_bus_id, nvml::kNvidiaDriver, "GPU"); !st) co_return st;
+    crash_point("vfio.unprepare.after-bind-nvidia");
+    nvdra::logger("claims")->info("gpu={} device={} back on nvidia", d.pci_bus_id, d.name);
+  }
+  // The card's other functions go back to their own drivers (best effort: the host may not load one).
+  for (const auto& f : d.group_functions) {
+    auto fd = co_await pool_.run([&] { return binder_.driver(f); });
+    if (fd && *fd == nvml::kVfioPciDriver)
+      if (auto st = co_await rebind(f, *fd, "", "function"); !st) co_return st;
+  }
+  if (!options_.rediscover) co_return Status{};
+  const auto deadline = Clock::now() + options_.bind_deadline;
+  for (;;) {
+    auto model = co_await pool_.run([&] { return options_.rediscover(d.pci_bus_id); });
+    if (!model) co_return model.error();
+    if (*model) {
+      if (options_.on_gpu_back) options_.on_gpu_back(**model);
+      co_return Status{};
+    }
+    if (Clock::now() >= deadline)
+      co_return make_error(ErrorCode::kUnavailable, "GPU " + d.pci_bus_id + " is bound to nvidia again, but NVML "
+                                                    "does not see it " + seconds(options_.bind_deadline) + " later");
+    co_await pause(options_.bind_poll);
+  }
+}
+
+cdi::ContainerEdits VfioStep::claim_edits(const VfioDeviceConfig& c) const {
+  const bool iommufd_api = c.iommu && c.iommu->backend_policy == "PreferIommuFD" && c.iommu->enable_api_device &&
+                           options_.iommufd;
+  cdi::ContainerEdits e;
+  e.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
+  cdi::DeviceNode api;
+  api.path = iommufd_api ? "/dev/iommu" : "/dev/vfio/vfio";
+  e.device_nodes.push_back(std::move(api));
+  return e;
+}
+
+Result<cdi::ContainerEdits> VfioStep::device_edits(const InventoryDevice& d, const VfioDeviceConfig& c,
+                                                   const std::string& cdev) const {
+  cdi::ContainerEdits e;
+  cdi::DeviceNode node;
+  if (c.iommu && c.iommu->backend_policy == "PreferIommuFD" && options_.iommufd) {
+    if (cdev.rfind("vfio", 0) != 0)
+      return make_error(ErrorCode::kFailedPrecondition,
+                        "missing iommufd cdev for GPU " + d.pci_bus_id + " (" + d.name + "): found \"" + cdev + "\"");
+    node.path = "/dev/vfio/devices/" + cdev;
+  } else {
+    node.path = "/dev/vfio/" + std::to_string(d.iommu_group);
+  }
+  e.device_nodes.push_back(std::move(node));
+  return e;
+}
+
+}  // namespace nvdra::claims

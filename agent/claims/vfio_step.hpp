@@ -1,0 +1,83 @@
+#pragma once
+// VfioStep — the PassthroughSupport part of a gpu.nvidia.com claim (upstream-driver.md §2.3, §5.1,
+// §12.2): hands a GPU (and the other functions of the card in its IOMMU group) from nvidia to
+// vfio-pci at prepare and back at unprepare, and builds the claim's VFIO CDI edits.
+//
+// hand_over: already on vfio-pci → nothing to do (another tool, or a prepare cut short after the
+// bind); on nvidia → wait, up to busy_deadline, until no host process holds /dev/nvidia<minor>
+// (then an error naming them, instead of the endless wait upstream's users hit), unbind, set
+// driver_override=vfio-pci, drivers_probe, and confirm the kernel bound vfio-pci (bind_deadline).
+// give_back: the reverse (override cleared, so the default driver nvidia binds), then wait until
+// NVML sees the GPU again and hand the rediscovered model to on_gpu_back. Both are idempotent
+// from any intermediate state, so a rerun after a crash converges. Sysfs and NVML calls run on
+// the WorkerPool; waits are timers on the caller's executor, cancellable.
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "agent/base/result.hpp"
+#include "agent/claims/checkpoint_model.hpp"
+#include "agent/claims/gpu_inventory.hpp"
+#include "agent/claims/opaque_config.hpp"
+#include "agent/claims/pci_binder.hpp"
+#include "cdi/spec_model.hpp"
+
+namespace nvdra::runtime {
+class WorkerPool;
+}
+
+namespace nvdra::claims {
+
+struct VfioStepOptions {
+  // Inside kubelet's 45 s NodePrepareResources deadline, with room for the rest of the prepare.
+  std::chrono::milliseconds busy_deadline{20000};
+  std::chrono::milliseconds bind_deadline{10000};
+  std::chrono::milliseconds busy_poll{250};
+  std::chrono::milliseconds bind_poll{5};
+  bool iommufd = false;  // /dev/iommu exists on the host
+  // On the worker pool: the node rediscovered through NVML when it sees the GPU at `address`
+  // (sysfs form), nullopt while it does not.
+  std::function<Result<std::optional<nvml::DeviceModel>>(const std::string& address)> rediscover;
+  // On the caller's thread: NVML sees the GPU again; `model` is the rediscovered node.
+  std::function<void(const nvml::DeviceModel& model)> on_gpu_back;
+};
+
+// The two faces of one GPU (gpu-<minor>, gpu-vfio-<index>) are never prepared at once: a result
+// whose twin another claim in the checkpoint holds (started or completed) is refused, naming both.
+Status check_twins_free(const Checkpoint& checkpoint, const std::string& uid,
+                        const std::vector<AllocationResult>& results, const GpuInventory& inventory);
+
+// The published names withdrawn while their twin is prepared (or being prepared) by some claim.
+std::vector<std::string> withdrawn_twins(const Checkpoint& checkpoint, const GpuInventory& inventory);
+
+class VfioStep {
+ public:
+  VfioStep(runtime::WorkerPool& pool, PciBinder& binder, VfioStepOptions options);
+
+  // Binds `device` (kVfio) to vfio-pci; returns its iommufd cdev name ("" when none).
+  boost::asio::awaitable<Result<std::string>> hand_over(const InventoryDevice& device);
+  boost::asio::awaitable<Status> give_back(const InventoryDevice& device);
+
+  // Upstream's VFIO claim edits: spec level NVIDIA_VISIBLE_DEVICES=void and the VFIO API device
+  // (/dev/iommu with PreferIommuFD + enableAPIDevice on an iommufd host, else /dev/vfio/vfio);
+  // per device /dev/vfio/devices/<cdev> (PreferIommuFD on an iommufd host) or /dev/vfio/<group>.
+  cdi::ContainerEdits claim_edits(const VfioDeviceConfig& config) const;
+  Result<cdi::ContainerEdits> device_edits(const InventoryDevice& device, const VfioDeviceConfig& config,
+                                           const std::string& cdev) const;
+
+ private:
+  boost::asio::awaitable<Status> rebind(const std::string& address, const std::string& from, const std::string& to,
+                                        const std::string& what);
+  boost::asio::awaitable<Status> wait_for_driver(const std::string& address, const std::string& driver,
+                                                 const std::string& what);
+  boost::asio::awaitable<Status> wait_until_free(const InventoryDevice& device);
+
+  runtime::WorkerPool& pool_;
+  PciBinder& binder_;
+  VfioStepOptions options_;
+};
+
+}  // namespace nvdra::claims

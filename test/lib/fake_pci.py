@@ -1,0 +1,268 @@
+"""The simulated host's PCI side for PassthroughSupport: a sysfs PCI tree under the host root
+(devices, drivers, iommu_groups, driver_override, bind/unbind, drivers_probe) and a small stand-in
+for the kernel that reacts to the agent's writes as Linux does.
+
+The files the kernel acts on (drivers/<d>/bind, drivers/<d>/unbind, devices/<bdf>/driver_override,
+drivers_probe) are FIFOs; the kernel thread reads them and moves the `driver` links, the drivers'
+device links and /dev/vfio/<group>. The mock NVML hides a GPU whose `driver` link is not nvidia.
+Writes that arrive together are applied in the kernel's causal order (unbind, override, bind/probe).
+
+    pci = FakePciHost(host_root, "passthrough")
+    pci.start()
+    pci.slow("0000:18:00.0", 0.5)          # binds of that device take half a second
+    pci.refuse("0000:18:00.0")             # binds and unbinds of it are ignored
+    pci.hold(minor=3, pid=4242, comm="cuda-app")   # a process with /dev/nvidia3 open
+"""
+import os
+import select
+import stat
+import threading
+import time
+
+import yaml
+
+SOURCE_DIR = os.environ.get("NVDRA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+PROFILES = os.path.join(SOURCE_DIR, "nvml", "mock", "profiles")
+
+# PCI device ids of the mock catalog's products (nvml/mock/product_catalog.cpp).
+DEVICE_IDS = {"NVIDIA A100-SXM4-40GB": 0x20b0, "NVIDIA H100 80GB HBM3": 0x2330, "NVIDIA GB200": 0x2941,
+              "NVIDIA L4": 0x27b8}
+# What the host's pci.ids says about them (the agent reads <host>/usr/share/misc/pci.ids).
+PCI_IDS = """# pci.ids excerpt of the simulated host
+10de  NVIDIA Corporation
+\t20b0  GA100 [A100 SXM4 40GB]
+\t22a3  GH100 High Definition Audio Controller
+\t2330  GH100 [H100 SXM5 80GB]
+\t27b8  AD104GL [L4]
+8086  Intel Corporation
+\t1563  Ethernet Controller 10G X550T
+"""
+# Extra functions per profile: ("audio", gpu index) adds the GPU's HDMI audio function to its group;
+# ("nic", gpu index) puts an Intel NIC bound to ixgbe into that GPU's group.
+TOPOLOGY = {"passthrough": [("audio", 7), ("nic", 6)]}
+
+DEFAULT_DRIVER = {0x0302: "nvidia", 0x0300: "nvidia", 0x0403: "snd_hda_intel", 0x0200: "ixgbe"}
+BAR_64 = 0x0014220c  # IORESOURCE_MEM | IORESOURCE_MEM_64 | prefetch, as sysfs shows a 64-bit BAR
+
+
+def _bdf(nvml_bus_id):
+    domain, rest = nvml_bus_id.split(":", 1)
+    return f"{int(domain, 16):04x}:{rest.lower()}"
+
+
+def _mkfifo(path):
+    if os.path.lexists(path):
+        os.unlink(path)
+    os.mkfifo(path, 0o600)
+
+
+def _write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _symlink(target, link):
+    if os.path.lexists(link):
+        os.unlink(link)
+    os.symlink(target, link)
+
+
+class FakePciHost:
+    def __init__(self, host_root, profile, iommufd=False):
+        self.root = host_root
+        self.sys = os.path.join(host_root, "sys")
+        with open(os.path.join(PROFILES, profile + ".yaml")) as f:
+            gpus = yaml.safe_load(f)["gpus"]
+        self.devices = {}  # bdf -> {class, device, vendor, group, minor?, numa}
+        for i, g in enumerate(gpus):
+            bdf = _bdf(g["pciBusId"])
+            self.devices[bdf] = {"vendor": 0x10de, "device": DEVICE_IDS.get(g["product"], 0x2330), "class": 0x030200,
+                                 "group": 10 + i, "minor": g.get("minor", i), "numa": g.get("numaNode", -1)}
+        bdfs = list(self.devices)
+        for kind, index in TOPOLOGY.get(profile, []):
+            gpu = self.devices[bdfs[index]]
+            if kind == "audio":
+                self.devices[bdfs[index][:-1] + "1"] = {"vendor": 0x10de, "device": 0x22a3, "class": 0x040300,
+                                                        "group": gpu["group"], "numa": gpu["numa"]}
+            else:
+                self.devices["0000:e1:00.0"] = {"vendor": 0x8086, "device": 0x1563, "class": 0x020000,
+                                                "group": gpu["group"], "numa": gpu["numa"]}
+        self.iommufd = iommufd
+        self.override = {}
+        self.refused, self.delays = set(), {}
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.writes = []  # (file, text) as the kernel saw them, for tests
+        self.thread = None
+        self._stop_r, self._stop_w = os.pipe()
+        self._build()
+
+    # --- the tree ----------------------------------------------------------------------------
+    def _dev_dir(self, bdf):
+        return os.path.join(self.sys, "devices", "pci" + bdf[:7], bdf)
+
+    def _build(self):
+        pci = os.path.join(self.sys, "bus", "pci")
+        for d in ("nvidia", "vfio-pci", "snd_hda_intel", "ixgbe"):
+            ddir = os.path.join(pci, "drivers", d)
+            os.makedirs(ddir, exist_ok=True)
+            _mkfifo(os.path.join(ddir, "bind"))
+            _mkfifo(os.path.join(ddir, "unbind"))
+        _mkfifo(os.path.join(pci, "drivers_probe"))
+        os.makedirs(os.path.join(pci, "devices"), exist_ok=True)
+        os.makedirs(os.path.join(self.sys, "module", "vfio_pci"), exist_ok=True)
+        os.makedirs(os.path.join(self.root, "dev", "vfio"), exist_ok=True)
+        _write(os.path.join(self.root, "dev", "vfio", "vfio"), "")
+        if self.iommufd:
+            _write(os.path.join(self.root, "dev", "iommu"), "")
+        _write(os.path.join(self.root, "usr", "share", "misc", "pci.ids"), PCI_IDS)
+        for bdf, d in self.devices.items():
+            ddir = self._dev_dir(bdf)
+            os.makedirs(ddir, exist_ok=True)
+            _write(os.path.join(ddir, "vendor"), f"0x{d['vendor']:04x}\n")
+            _write(os.path.join(ddir, "device"), f"0x{d['device']:04x}\n")
+            _write(os.path.join(ddir, "class"), f"0x{d['class']:06x}\n")
+            _write(os.path.join(ddir, "numa_node"), f"{d['numa']}\n")
+            _write(os.path.join(ddir, "sriov_numvfs"), "0\n")
+            # BAR0 16 MiB (32-bit), BAR1 64 GiB and BAR3 32 MiB (64-bit): addressable memory 128Gi.
+            bars = ["0x00000000fa000000 0x00000000faffffff 0x0000000000040200",
+                    "0x0000200000000000 0x0000200fffffffff " + f"0x{BAR_64:016x}", "0x0 0x0 0x0",
+                    "0x0000201000000000 0x0000201001ffffff " + f"0x{BAR_64:016x}", "0x0 0x0 0x0", "0x0 0x0 0x0"]
+            _write(os.path.join(ddir, "resource"), "\n".join(bars) + "\n")
+            _mkfifo(os.path.join(ddir, "driver_override"))
+            group = os.path.join(self.sys, "kernel", "iommu_groups", str(d["group"]), "devices")
+            os.makedirs(group, exist_ok=True)
+            _symlink(os.path.relpath(ddir, group), os.path.join(group, bdf))
+            _symlink(os.path.relpath(os.path.dirname(group), ddir), os.path.join(ddir, "iommu_group"))
+            _symlink(os.path.relpath(ddir, os.path.join(pci, "devices")), os.path.join(pci, "devices", bdf))
+            self._bind(bdf, DEFAULT_DRIVER[d["class"] >> 8])
+
+    def _bind(self, bdf, driver):
+        ddir = self._dev_dir(bdf)
+        drv = os.path.join(self.sys, "bus", "pci", "drivers", driver)
+        _symlink(os.path.relpath(drv, ddir), os.path.join(ddir, "driver"))
+        _symlink(os.path.relpath(ddir, drv), os.path.join(drv, bdf))
+        if driver == "vfio-pci":
+            _write(os.path.join(self.root, "dev", "vfio", str(self.devices[bdf]["group"])), "")
+
+    def _unbind(self, bdf):
+        driver = self.driver(bdf)
+        if not driver:
+            return
+        os.unlink(os.path.join(self._dev_dir(bdf), "driver"))
+        os.unlink(os.path.join(self.sys, "bus", "pci", "drivers", driver, bdf))
+        group = self.devices[bdf]["group"]
+        if driver == "vfio-pci" and not any(self.driver(b) == "vfio-pci" for b, d in self.devices.items()
+                                            if d["group"] == group):
+            os.unlink(os.path.join(self.root, "dev", "vfio", str(group)))
+
+    def driver(self, bdf):
+        link = os.path.join(self._dev_dir(bdf), "driver")
+        return os.path.basename(os.readlink(link)) if os.path.lexists(link) else ""
+
+    def gpu_address(self, minor):
+        return next(b for b, d in self.devices.items() if d.get("minor") == minor)
+
+    # --- test knobs --------------------------------------------------------------------------
+    def refuse(self, bdf, on=True):
+        with self.lock:
+            (self.refused.add if on else self.refused.discard)(bdf)
+
+    def slow(self, bdf, seconds):
+        with self.lock:
+            self.delays[bdf] = seconds
+
+    def hold(self, minor, pid, comm):
+        """A host process with /dev/nvidia<minor> open (what fuser and /proc show)."""
+        proc = os.path.join(self.root, "proc", str(pid))
+        os.makedirs(os.path.join(proc, "fd"), exist_ok=True)
+        _write(os.path.join(proc, "comm"), comm + "\n")
+        _symlink(f"/dev/nvidia{minor}", os.path.join(proc, "fd", "3"))
+
+    def release(self, pid):
+        proc = os.path.join(self.root, "proc", str(pid))
+        for name in ("fd/3", "comm"):
+            p = os.path.join(proc, name)
+            if os.path.lexists(p):
+                os.unlink(p)
+        os.rmdir(os.path.join(proc, "fd"))
+        os.rmdir(proc)
+
+    def set_driver(self, bdf, driver):
+        """What another tool (or a previous boot) did: bind `bdf` to `driver` directly."""
+        with self.lock:
+            self._unbind(bdf)
+            if driver:
+                self._bind(bdf, driver)
+
+    def wait_for_driver(self, bdf, driver, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while self.driver(bdf) != driver:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"{bdf} is bound to {self.driver(bdf)!r}, not {driver!r}")
+                self.changed.wait(left)
+
+    # --- the kernel --------------------------------------------------------------------------
+    def start(self):
+        pci = os.path.join(self.sys, "bus", "pci")
+        self.fds = {}
+        for d in os.listdir(os.path.join(pci, "drivers")):
+            for op in ("bind", "unbind"):
+                self.fds[os.open(os.path.join(pci, "drivers", d, op), os.O_RDWR | os.O_NONBLOCK)] = (op, d)
+        self.fds[os.open(os.path.join(pci, "drivers_probe"), os.O_RDWR | os.O_NONBLOCK)] = ("probe", None)
+        for bdf in self.devices:
+            path = os.path.join(self._dev_dir(bdf), "driver_override")
+            self.fds[os.open(path, os.O_RDWR | os.O_NONBLOCK)] = ("override", bdf)
+        self.thread = threading.Thread(target=self._run, name="fake-kernel", daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self):
+        if self.thread:
+            os.write(self._stop_w, b"x")
+            self.thread.join()
+            self.thread = None
+            for fd in self.fds:
+                os.close(fd)
+
+    def _run(self):
+        order = {"unbind": 0, "override": 1, "bind": 2, "probe": 2}
+        while True:
+            ready, _, _ = select.select(list(self.fds) + [self._stop_r], [], [])
+            if self._stop_r in ready:
+                return
+            work = []
+            for fd in ready:
+                op, arg = self.fds[fd]
+                data = os.read(fd, 4096).decode()
+                for line in data.splitlines() or [""]:
+                    work.append((order[op], op, arg, line.strip()))
+            for _, op, arg, value in sorted(work, key=lambda w: w[0]):
+                self._apply(op, arg, value)
+
+    def _apply(self, op, arg, value):
+        bdf = arg if op == "override" else value
+        with self.lock:
+            self.writes.append((op, arg, value))
+            delay = self.delays.get(bdf, 0)
+            refused = bdf in self.refused
+        if delay and op in ("bind", "probe"):
+            time.sleep(delay)  # a slow driver probe, on the kernel's side
+        with self.changed:
+            if bdf not in self.devices:
+                return
+            if op == "override":
+                self.override[bdf] = value
+            elif refused:
+                pass  # the kernel answered the write with an error; nothing changes
+            elif op == "unbind":
+                if self.driver(bdf) == arg:
+                    self._unbind(bdf)
+            elif not self.driver(bdf):
+                wanted = self.override.get(bdf) or DEFAULT_DRIVER[self.devices[bdf]["class"] >> 8]
+                if op == "probe" or wanted == arg:
+                    self._bind(bdf, wanted if op == "probe" else arg)
+            self.changed.notify_all()
