@@ -1,0 +1,200 @@
+"""PassthroughSupport end to end on the simulated passthrough host: 8 H100s in the fake sysfs PCI tree
+(test/lib/fake_pci.py: its kernel stand-in moves drivers when the agent writes unbind, driver_override
+and drivers_probe), the mock NVML hiding a GPU while it is off nvidia, the kubelet double calling in."""
+import os
+import subprocess
+import unittest
+
+import grpc
+
+from gpu_node import GPU, SimulatedNode
+from nvdra_testlib import agent_binary
+
+GATES = "PassthroughSupport=true"
+VFIO_CONFIG = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "VfioDeviceConfig"}
+
+
+def claim_file(claim):
+    return f"k8s.gpu.nvidia.com-claim_{claim.uid}.yaml"
+
+
+class Passthrough(unittest.TestCase):
+    def setUp(self):
+        self.node = SimulatedNode(profile="passthrough", gates=GATES, drivers=[GPU])
+        self.addCleanup(self.node.cleanup)
+        self.pci = self.node.pci
+        self.bdf = {m: self.pci.gpu_address(m) for m in range(8)}
+
+    def start(self):
+        self.node.start()
+        return self.node.published()
+
+    def wait_published(self, predicate, timeout=20):
+        def names(slices):
+            return {d["name"] for s in slices if s["spec"]["driver"] == GPU for d in s["spec"].get("devices", [])}
+        items = self.node.api.wait_for_objects("resource.k8s.io/v1", "resourceslices",
+                                               lambda slices: predicate(names(slices)), timeout)
+        return names(items)
+
+    def prepare_ok(self, claim):
+        answer = self.node.gpu().prepare([claim])[claim.uid]
+        self.assertEqual(answer["error"], "")
+        return answer["devices"]
+
+    def test_publishes_vfio_twins_with_upstream_names_and_attributes(self):
+        devices = self.start()
+        self.assertEqual(sorted(n for n in devices if n.startswith("gpu-vfio-")),
+                         [f"gpu-vfio-{i}" for i in (0, 1, 2, 3, 4, 5, 7)])
+        self.assertEqual(devices["gpu-vfio-0"]["attributes"], {
+            "type": {"string": "vfio"}, "uuid": {"string": "8bb2ceb2-c757-577e-8ee3-7b2dfc594cc6"},
+            "deviceID": {"string": "0x2330"}, "vendorID": {"string": "0x10de"},
+            "productName": {"string": "GH100 [H100 SXM5 80GB]"}, "iommuFDEnabled": {"bool": False},
+            "resource.kubernetes.io/pciBusID": {"string": "0000:18:00.0"},
+            "resource.kubernetes.io/pcieRoot": {"string": "pci0000:18"},
+            "resource.kubernetes.io/numaNode": {"int": 0}})
+        self.assertEqual(devices["gpu-vfio-0"]["capacity"], {"addressableMemory": {"value": "128Gi"}})
+        # GPU 6 shares its IOMMU group with a NIC the host keeps: not offered, and the log says why.
+        self.node.wait_log(r"gpu=0000:ba:00\.0 gpu-vfio-6 not published: its IOMMU group 16 also holds "
+                           r"0000:e1:00\.0 \(driver ixgbe\)")
+
+    def test_vfio_claim_binds_vfio_pci_and_withdraws_the_full_gpu_until_unprepare(self):
+        self.start()
+        claim = self.node.allocate("vm-a", [("vm", "gpu-vfio-0")], configs=[(["vm"], VFIO_CONFIG)])
+        devices = self.prepare_ok(claim)
+        self.assertEqual(devices[0]["cdi_device_ids"], [f"k8s.gpu.nvidia.com/claim={claim.uid}-gpu-vfio-0"])
+        self.assertEqual(self.pci.driver(self.bdf[0]), "vfio-pci")
+        self.assertTrue(os.path.exists(os.path.join(self.node.host_root, "dev/vfio/10")))
+        spec = self.node.cdi_spec(claim_file(claim))
+        self.assertEqual(spec["containerEdits"], {"env": ["NVIDIA_VISIBLE_DEVICES=void"],
+                                                  "deviceNodes": [{"path": "/dev/vfio/vfio"}]})
+        self.assertEqual(spec["devices"], [{"name": f"{claim.uid}-gpu-vfio-0",
+                                            "containerEdits": {"deviceNodes": [{"path": "/dev/vfio/10"}]}}])
+        entry = self.node.checkpoint()[claim.uid]
+        self.assertEqual(entry["checkpointState"], "PrepareCompleted")
+        self.assertEqual(entry["preparedDevices"][0]["devices"][0]["vfio"]["info"],
+                         {"uuid": "8bb2ceb2-c757-577e-8ee3-7b2dfc594cc6", "pciBusID": "0000:18:00.0"})
+        names = self.wait_published(lambda n: "gpu-0" not in n)
+        self.assertIn("gpu-vfio-0", names)
+        self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
+        self.assertEqual(self.pci.driver(self.bdf[0]), "nvidia")
+        self.assertFalse(os.path.exists(os.path.join(self.node.host_root, "dev/vfio/10")))
+        self.wait_published(lambda n: "gpu-0" in n)
+        self.assertEqual(self.node.cdi_files(), [])
+        self.assertEqual(self.node.checkpoint(), {})
+
+    def test_a_prepared_full_gpu_withdraws_its_vfio_twin_and_refuses_it(self):
+        self.start()
+        gpu = self.node.allocate("pod-a", [("gpu", "gpu-1")])
+        self.prepare_ok(gpu)
+        self.wait_published(lambda n: "gpu-vfio-1" not in n and "gpu-1" in n)
+        vm = self.node.allocate("vm-a", [("vm", "gpu-vfio-1")])
+        error = self.node.gpu().prepare([vm])[vm.uid]["error"]
+        self.assertIn(f"requested device gpu-vfio-1 is the same GPU as gpu-1, which is already allocated to "
+                      f"different claim {gpu.uid}", error)
+        self.assertEqual(self.pci.driver(self.bdf[1]), "nvidia")
+        self.assertEqual(self.node.gpu().unprepare([gpu]), {gpu.uid: ""})
+        self.wait_published(lambda n: "gpu-vfio-1" in n)
+
+    def test_the_audio_function_in_the_group_moves_with_the_gpu(self):
+        self.start()
+        audio = self.bdf[7][:-1] + "1"
+        claim = self.node.allocate("vm-a", [("vm", "gpu-vfio-7")])
+        self.prepare_ok(claim)
+        self.assertEqual((self.pci.driver(self.bdf[7]), self.pci.driver(audio)), ("vfio-pci", "vfio-pci"))
+        self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
+        self.assertEqual((self.pci.driver(self.bdf[7]), self.pci.driver(audio)), ("nvidia", "snd_hda_intel"))
+
+    def test_a_busy_gpu_fails_only_its_claim_within_the_deadline_naming_the_holder(self):
+        self.start()
+        self.pci.hold(minor=1, pid=4242, comm="cuda-app")
+        busy = self.node.allocate("vm-busy", [("vm", "gpu-vfio-1")])
+        free = self.node.allocate("vm-free", [("vm", "gpu-vfio-2")])
+        answer = self.node.gpu().prepare([busy, free], timeout=45)
+        self.assertEqual(answer[free.uid]["error"], "")
+        self.assertIn("GPU 0000:2a:00.0 (gpu-vfio-1, /dev/nvidia1) is still in use after 20s by pid 4242 (cuda-app)",
+                      answer[busy.uid]["error"])
+        self.assertEqual((self.pci.driver(self.bdf[1]), self.pci.driver(self.bdf[2])), ("nvidia", "vfio-pci"))
+        self.assertNotIn(busy.uid, self.node.checkpoint())
+        self.pci.release(4242)
+        self.prepare_ok(busy)
+        self.assertEqual(self.pci.driver(self.bdf[1]), "vfio-pci")
+
+    def test_a_refused_bind_rolls_the_claim_back(self):
+        self.start()
+        self.pci.refuse(self.bdf[3])
+        claim = self.node.allocate("vm-a", [("vm", "gpu-vfio-3")])
+        error = self.node.gpu().prepare([claim], timeout=45)[claim.uid]["error"]
+        self.assertIn("GPU 0000:5d:00.0 is bound to nvidia, not none, 10s after the write", error)
+        self.assertEqual(self.node.checkpoint(), {})
+        self.pci.refuse(self.bdf[3], on=False)
+        self.prepare_ok(claim)
+
+    def test_a_slow_kernel_is_waited_for(self):
+        self.start()
+        self.pci.slow(self.bdf[4], 0.3)
+        claim = self.node.allocate("vm-a", [("vm", "gpu-vfio-4")])
+        self.prepare_ok(claim)
+        self.assertEqual(self.pci.driver(self.bdf[4]), "vfio-pci")
+
+    def test_two_vfio_groups_in_one_claim_are_refused_with_upstreams_message(self):
+        self.start()
+        claim = self.node.allocate("vm-two", [("a", "gpu-vfio-0"), ("b", "gpu-vfio-1")],
+                                   configs=[(["a"], VFIO_CONFIG), (["b"], VFIO_CONFIG)])
+        error = self.node.gpu().prepare([claim])[claim.uid]["error"]
+        self.assertIn(f"claim default/vm-two:{claim.uid} contains 2 VFIO device groups, but at most one is supported "
+                      f"per claim", error)
+        self.assertEqual((self.pci.driver(self.bdf[0]), self.pci.driver(self.bdf[1])), ("nvidia", "nvidia"))
+
+    def test_a_gpu_already_on_vfio_pci_at_start_is_recognised_not_rebound(self):
+        self.pci.set_driver(self.bdf[2], "vfio-pci")
+        devices = self.start()
+        self.assertNotIn("gpu-2", devices)  # NVML does not see it
+        self.assertIn("gpu-vfio-2", devices)
+        claim = self.node.allocate("vm-a", [("vm", "gpu-vfio-2")])
+        self.prepare_ok(claim)
+        self.assertEqual([w for w in self.pci.writes if self.bdf[2] in w], [])
+        self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
+        # Back on nvidia, NVML sees it again and its full GPU is published.
+        self.assertEqual(self.pci.driver(self.bdf[2]), "nvidia")
+        self.wait_published(lambda n: "gpu-2" in n)
+
+    def test_kill_between_unbind_and_bind_then_restart_converges(self):
+        self.node.extra_env["NVDRA_CRASH_POINT"] = "vfio.after-unbind"
+        self.start()
+        claim = self.node.allocate("vm-a", [("vm", "gpu-vfio-5")])
+        with self.assertRaises(grpc.RpcError):
+            self.node.gpu().prepare([claim])
+        self.assertEqual(self.node.proc.wait(timeout=20), -9)
+        self.node._close_run()
+        self.assertEqual(self.pci.driver(self.bdf[5]), "")  # unbound, not yet on vfio-pci
+        self.assertEqual(self.node.checkpoint()[claim.uid]["checkpointState"], "PrepareStarted")
+        del self.node.extra_env["NVDRA_CRASH_POINT"]
+        self.node.start()
+        # The next start rolls the half-done prepare back: the GPU is on nvidia, NVML sees it again.
+        self.node.wait_log(f"claim uid={claim.uid} unfinished prepare rolled back")
+        self.assertEqual(self.pci.driver(self.bdf[5]), "nvidia")
+        self.assertEqual(self.node.checkpoint(), {})
+        self.wait_published(lambda n: {"gpu-5", "gpu-vfio-5"} <= n)
+        self.prepare_ok(claim)
+        self.assertEqual(self.pci.driver(self.bdf[5]), "vfio-pci")
+
+    def test_the_gate_needs_an_iommu(self):
+        node = SimulatedNode(profile="l4", gates=GATES, drivers=[GPU], pci=False)
+        self.addCleanup(node.cleanup)
+        proc = subprocess.Popen([agent_binary()] + node.agent_args(), env=node.env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        try:
+            for line in proc.stdout:
+                if "IOMMU is not enabled" in line:
+                    self.assertIn("PassthroughSupport: IOMMU is not enabled in the kernel", line)
+                    break
+            else:
+                self.fail("the agent never said the IOMMU is off")
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
