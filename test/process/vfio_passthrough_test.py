@@ -178,6 +178,34 @@ class Passthrough(unittest.TestCase):
         self.prepare_ok(claim)
         self.assertEqual(self.pci.driver(self.bdf[5]), "vfio-pci")
 
+    def test_every_vfio_crash_point_converges_after_restart(self):
+        with open(os.path.join(os.path.dirname(__file__), "crash_points.txt")) as f:
+            points = [line.split()[0] for line in f if line.startswith("vfio.")]
+        self.assertGreaterEqual(len(points), 6)
+        for i, point in enumerate(points):
+            with self.subTest(point=point):
+                claim = self.node.allocate(f"vm-{i}", [("vm", "gpu-vfio-0")])
+                self.node.extra_env["NVDRA_CRASH_POINT"] = point
+                self.node.start()
+                unprepare = ".unprepare." in point
+                if unprepare:
+                    self.prepare_ok(claim)
+                with self.assertRaises(grpc.RpcError):
+                    (self.node.gpu().unprepare if unprepare else self.node.gpu().prepare)([claim])
+                self.assertEqual(self.node.proc.wait(timeout=20), -9)
+                self.node._close_run()
+                del self.node.extra_env["NVDRA_CRASH_POINT"]
+                self.node.start()
+                # kubelet calls again: the claim ends prepared (then unprepared) or unprepared, whole.
+                if not unprepare:
+                    self.prepare_ok(claim)
+                    self.assertEqual(self.pci.driver(self.bdf[0]), "vfio-pci")
+                self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
+                self.assertEqual(self.pci.driver(self.bdf[0]), "nvidia")
+                self.assertEqual(self.node.checkpoint(), {})
+                self.wait_published(lambda n: {"gpu-0", "gpu-vfio-0"} <= n)
+                self.node.stop()
+
     def test_the_gate_needs_an_iommu(self):
         node = SimulatedNode(profile="l4", gates=GATES, drivers=[GPU], pci=False)
         self.addCleanup(node.cleanup)
