@@ -1,0 +1,57 @@
+#pragma once
+// The PciBinder seam's test implementation: a kernel in memory. unbind/override/probe act at once
+// (as Linux does on the write); a function in `refused` ignores them; holders per minor are what
+// the test says. Thread-safe (the step calls it from the worker pool).
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "agent/claims/pci_binder.hpp"
+
+namespace nvdra::claims::testing {
+
+class FakePciBinder final : public PciBinder {
+ public:
+  std::map<std::string, std::string> drivers;        // address -> bound driver ("" none)
+  std::map<std::string, std::string> defaults;       // address -> driver drivers_probe picks without override
+  std::map<std::string, std::string> overrides;
+  std::map<unsigned, std::vector<GpuHolder>> busy;   // minor -> holders
+  std::set<std::string> refused;
+  std::vector<std::string> log;                       // "unbind 0000:…", "override 0000:… vfio-pci", "probe …"
+  std::mutex mu;
+
+  Result<std::string> driver(const std::string& a) override {
+    std::lock_guard lock(mu);
+    auto it = drivers.find(a);
+    if (it == drivers.end()) return make_error(ErrorCode::kNotFound, "no PCI function " + a);
+    return it->second;
+  }
+  Status unbind(const std::string& a, const std::string& d) override {
+    std::lock_guard lock(mu);
+    log.push_back("unbind " + a + " " + d);
+    if (!refused.count(a) && drivers[a] == d) drivers[a] = "";
+    return {};
+  }
+  Status set_override(const std::string& a, const std::string& d) override {
+    std::lock_guard lock(mu);
+    log.push_back("override " + a + " " + d);
+    overrides[a] = d;
+    return {};
+  }
+  Status probe(const std::string& a) override {
+    std::lock_guard lock(mu);
+    log.push_back("probe " + a);
+    if (!refused.count(a) && drivers[a].empty()) drivers[a] = overrides[a].empty() ? defaults[a] : overrides[a];
+    return {};
+  }
+  std::vector<GpuHolder> holders(unsigned minor) override {
+    std::lock_guard lock(mu);
+    return busy[minor];
+  }
+  std::string iommufd_cdev(const std::string& a) override {
+    std::lock_guard lock(mu);
+    return drivers[a] == "vfio-pci" ? "vfio7" : "";
+  }
+};
+
+}  // namespace nvdra::claims::testing
