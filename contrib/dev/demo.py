@@ -36,18 +36,37 @@ def slices_table(devices):
         print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)))
 
 
+def show_passthrough(node, when):
+    """The VFIO claim's GPU in the fake sysfs and the slice: one face of a GPU is offered at a time."""
+    bdf = node.pci.gpu_address(4)
+    want = (lambda n: "gpu-4" not in n) if when == "after prepare" else (lambda n: "gpu-4" in n)
+    slices = node.api.wait_for_objects("resource.k8s.io/v1", "resourceslices", lambda items: want(
+        {d["name"] for s in items for d in s["spec"].get("devices", []) if s["spec"]["driver"] == "gpu.nvidia.com"}), 20)
+    names = {d["name"] for s in slices for d in s["spec"].get("devices", []) if s["spec"]["driver"] == "gpu.nvidia.com"}
+    print(f"  {when}: {bdf} is bound to {node.pci.driver(bdf) or 'no driver'};"
+          f" /dev/vfio on the host: {sorted(os.listdir(os.path.join(node.host_root, 'dev', 'vfio')))};"
+          f" gpu-4 {'published' if 'gpu-4' in names else 'withdrawn'}, gpu-vfio-4 "
+          f"{'published' if 'gpu-vfio-4' in names else 'withdrawn'}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--build-dir", default=os.path.join(TOP, "build"))
     ap.add_argument("--profile", default="dgx-a100")
+    ap.add_argument("--passthrough", action="store_true",
+                    help="gate PassthroughSupport on, on the passthrough host (8 GPUs in a fake sysfs PCI tree): "
+                         "a VFIO claim moves a GPU to vfio-pci")
     args = ap.parse_args()
+    if args.passthrough and args.profile == "dgx-a100":
+        args.profile = "passthrough"
     os.environ["NVDRA_BINARY_DIR"] = os.path.abspath(args.build_dir)
     os.environ["NVDRA_SOURCE_DIR"] = TOP
     from gpu_node import MOCK, SimulatedNode, gpu_config
     from nvdra_testlib import agent_binary
 
     t_demo = time.monotonic()
-    node = SimulatedNode(profile=args.profile, node="demo-node", gates="TimeSlicingSettings=true,MPSSupport=true")
+    gates = "TimeSlicingSettings=true,MPSSupport=true" + (",PassthroughSupport=true" if args.passthrough else "")
+    node = SimulatedNode(profile=args.profile, node="demo-node", gates=gates, pci=args.passthrough or None)
     code = 1
     try:
         step(f"GPUs on the simulated node (mock NVML, profile {args.profile})")
@@ -62,11 +81,13 @@ def main():
         slices_table(devices)
 
         step("the scheduler's allocations: five claims")
-        mig = sorted(n for n in devices if "-mig-" in n)[0]
-        gpus = sorted(n for n in devices if "-mig-" not in n and n not in {d.split("-mig-")[0] for d in devices if "-mig-" in d})
+        migs = sorted(n for n in devices if "-mig-" in n)
+        gpus = sorted(n for n in devices if "-mig-" not in n and "-vfio-" not in n
+                      and n not in {d.split("-mig-")[0] for d in devices if "-mig-" in d})
+        vm = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "VfioDeviceConfig"}
         claims = [
             ("full-gpu", [("gpu", gpus[0])], []),
-            ("mig-slice", [("mig", mig)], []),
+            ("vfio-vm", [("vm", "gpu-vfio-4")], [([], vm)]) if args.passthrough else ("mig-slice", [("mig", migs[0])], []),
             ("time-sliced", [("gpu", gpus[1])],
              [([], gpu_config(sharing={"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}))]),
             ("mps-shared", [("gpu", gpus[2])],
@@ -77,7 +98,7 @@ def main():
         for name, results, configs in claims:
             claim = node.allocate(name, results, configs)
             allocated.append(claim)
-            extra = f"  config: {configs[0][1].get('sharing')}" if configs else ""
+            extra = f"  config: {configs[0][1].get('sharing') or configs[0][1]['kind']}" if configs else ""
             print(f"  {name:12s} → {', '.join(d for _, d in results)}{extra}")
 
         step("kubelet: NodePrepareResources for all five in one call")
@@ -95,6 +116,8 @@ def main():
         for f in node.cdi_files():
             print(f"    {os.path.join(node.dirs.cdi, f)}")
         print(f"  nvidia-smi ran: {node.helper_log('nvidia-smi').strip().replace(chr(10), '; ') or '-'}")
+        if args.passthrough:
+            show_passthrough(node, "after prepare")
         mps = "; ".join(x for x in node.helper_log("nvidia-cuda-mps-control").splitlines() if x.strip())
         print(f"  nvidia-cuda-mps-control ran: {mps or '-'}")
 
@@ -103,6 +126,8 @@ def main():
         print(f"  {sum(1 for e in errors.values() if not e)}/{len(errors)} unprepared;"
               f" CDI specs left: {node.cdi_files()}; claims in the checkpoint: {len(node.checkpoint())}")
         print(f"  nvidia-smi ran (all): {node.helper_log('nvidia-smi').strip().replace(chr(10), '; ')}")
+        if args.passthrough:
+            show_passthrough(node, "after unprepare")
 
         step("SIGTERM")
         t1 = time.monotonic()
