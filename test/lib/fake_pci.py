@@ -123,6 +123,11 @@ class FakePciHost:
             _write(os.path.join(ddir, "vendor"), f"0x{d['vendor']:04x}\n")
             _write(os.path.join(ddir, "device"), f"0x{d['device']:04x}\n")
             _write(os.path.join(ddir, "class"), f"0x{d['class']:06x}\n")
+            _write(os.path.join(ddir, "subsystem_vendor"), f"0x{d['vendor']:04x}\n")
+            _write(os.path.join(ddir, "subsystem_device"), "0x16c1\n")
+            c = d["class"]
+            _write(os.path.join(ddir, "modalias"), f"pci:v0000{d['vendor']:04X}d0000{d['device']:04X}sv0000{d['vendor']:04X}"
+                                                   f"sd000016C1bc{c >> 16:02X}sc{(c >> 8) & 0xff:02X}i{c & 0xff:02X}\n")
             _write(os.path.join(ddir, "numa_node"), f"{d['numa']}\n")
             _write(os.path.join(ddir, "sriov_numvfs"), "0\n")
             # BAR0 16 MiB (32-bit), BAR1 64 GiB and BAR3 32 MiB (64-bit): addressable memory 128Gi.
