@@ -157,6 +157,7 @@ boost::asio::awaitable<Result<std::string>> VfioStep::hand_over(const InventoryD
 }
 
 boost::asio::awaitable<Status> VfioStep::give_back(const InventoryDevice& d) {
+  if (!options_.nvidia_enabled) co_return Status{};
   auto driver = co_await pool_.run([&] { return binder_.driver(d.pci_bus_id); });
   if (!driver) co_return driver.error();
   if (*driver != nvml::kNvidiaDriver) {

@@ -38,6 +38,8 @@ struct VfioStepOptions {
   std::chrono::milliseconds busy_poll{250};
   std::chrono::milliseconds bind_poll{5};
   bool iommufd = false;  // /dev/iommu exists on the host
+  // False on a host without the NVIDIA driver: give_back leaves the GPU on vfio-pci (as upstream).
+  bool nvidia_enabled = true;
   // On the worker pool: the node rediscovered through NVML when it sees the GPU at `address`
   // (sysfs form), nullopt while it does not.
   std::function<Result<std::optional<nvml::DeviceModel>>(const std::string& address)> rediscover;

@@ -103,6 +103,10 @@ Status open_parts(GpuBackend::Parts& p, const config::Options& o) {
   p.mps = claims::make_mps_control(mps.kind, o.nvidia_driver_root);
   p.mps_why = std::string(claims::to_string(mps.kind)) + " (" + mps.why + ")";
 
+  auto specs = cdi::FileSpecStore::open(o.cdi_root);
+  if (!specs) return specs.error();
+  p.specs = std::move(*specs);
+  if (!p.gpus->library) return {};  // no driver (passthrough only): VFIO claims need none of its files
   cdi::DriverRoots roots{o.nvidia_driver_root, o.container_driver_root, o.host_root, {},
                          p.gpus->model.system.driver_version};
   roots.hook_path = cdi::resolve_cdi_hook(roots, o.nvidia_cdi_hook_path);
@@ -119,9 +123,6 @@ Status open_parts(GpuBackend::Parts& p, const config::Options& o) {
   // Upstream's claim specs say so at spec level: the legacy NVIDIA runtime hook then hands an image
   // that sets NVIDIA_VISIBLE_DEVICES=all no GPU beyond the claim's.
   p.common_edits.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
-  auto specs = cdi::FileSpecStore::open(o.cdi_root);
-  if (!specs) return specs.error();
-  p.specs = std::move(*specs);
   if (!uses_legacy_base(p.startup.checkpoint)) {
     const auto legacy = cdi::SpecChange::remove(cdi::legacy_gpu_base_spec_file());
     if (p.specs->read(legacy.file_name))
@@ -168,6 +169,8 @@ Status open_passthrough(GpuBackend::Parts& p, const config::Options& o) {
 void GpuBackend::wire_passthrough(Parts& p, claims::GpuClaimHandlerOptions& ho, const config::Options& o) {
   ho.pci = p.binder.get();
   ho.vfio.iommufd = p.iommufd;
+  ho.vfio.nvidia_enabled = p.gpus->library != nullptr;
+  if (!ho.vfio.nvidia_enabled) return;
   // NVML is asked again after a GPU went back to nvidia: its full GPU is published once NVML has it.
   ho.vfio.rediscover = [lib = p.gpus->library.get(), sysfs = (fs::path(o.host_root) / "sys").string()](
                            const std::string& address) -> Result<std::optional<nvml::DeviceModel>> {
@@ -197,12 +200,20 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   const auto& o = ctx_.options;
   const std::string data_dir = (fs::path(o.kubelet_plugins_dir) / config::kGpuDriverName).string();
   auto parts = std::make_unique<Parts>();
+  const bool passthrough = o.gates.enabled(config::gate::kPassthroughSupport);
   auto gpus = co_await ctx_.gpus.get();
-  if (!gpus) co_return gpus.error();
-  parts->gpus = std::move(*gpus);
+  if (!gpus && !passthrough) co_return gpus.error();
+  if (gpus) {
+    parts->gpus = std::move(*gpus);
+  } else {
+    // A passthrough host may run no NVIDIA driver at all: its GPUs are still offered, as VFIO devices.
+    log->warn("driver={} NVML unavailable ({}); PassthroughSupport is on: publishing VFIO devices only, "
+              "GPUs stay on vfio-pci after unprepare",
+              config::kGpuDriverName, gpus.error().describe());
+    parts->gpus = std::make_shared<DiscoveredGpus>();
+  }
   parts->model = parts->gpus->model;
   parts->inventory = claims::GpuInventory(parts->model, o.gates.enabled(config::gate::kDynamicMIG));
-  const bool passthrough = o.gates.enabled(config::gate::kPassthroughSupport);
   if (passthrough)
     if (auto st = co_await ctx_.workers.run([&p = *parts, &o] { return open_passthrough(p, o); }); !st) co_return st;
   auto checkpoint = co_await open_driver_checkpoint(ctx_, config::kGpuDriverName, data_dir, events_);

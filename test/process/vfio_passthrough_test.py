@@ -206,6 +206,20 @@ class Passthrough(unittest.TestCase):
                 self.wait_published(lambda n: {"gpu-0", "gpu-vfio-0"} <= n)
                 self.node.stop()
 
+    def test_a_host_without_the_nvidia_driver_still_offers_and_prepares_vfio_devices(self):
+        self.node.profile = os.path.join(self.node.root, "no-driver.yaml")  # no such profile: NVML fails to start
+        self.pci.set_driver(self.bdf[0], "vfio-pci")
+        self.pci.set_driver(self.bdf[1], "")
+        self.node.start(wait_ready=False)
+        self.node.wait_log(r"NVML unavailable .*publishing VFIO devices only")
+        names = self.wait_published(lambda n: "gpu-vfio-1" in n)
+        self.assertEqual(sorted(n for n in names if not n.startswith("gpu-vfio-")), [])
+        claim = self.node.allocate("vm-a", [("vm", "gpu-vfio-1")])
+        self.prepare_ok(claim)
+        self.assertEqual(self.pci.driver(self.bdf[1]), "vfio-pci")
+        self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
+        self.assertEqual(self.pci.driver(self.bdf[1]), "vfio-pci")  # no nvidia to go back to, as upstream
+
     def test_the_gate_needs_an_iommu(self):
         node = SimulatedNode(profile="l4", gates=GATES, drivers=[GPU], pci=False)
         self.addCleanup(node.cleanup)
