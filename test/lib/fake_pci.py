@@ -150,12 +150,20 @@ class FakePciHost:
         _symlink(os.path.relpath(ddir, drv), os.path.join(drv, bdf))
         if driver == "vfio-pci":
             _write(os.path.join(self.root, "dev", "vfio", str(self.devices[bdf]["group"])), "")
+            if self.iommufd:  # the device's cdev, /dev/vfio/devices/vfio<n>
+                cdev = f"vfio{list(self.devices).index(bdf)}"
+                os.makedirs(os.path.join(ddir, "vfio-dev", cdev), exist_ok=True)
+                _write(os.path.join(self.root, "dev", "vfio", "devices", cdev), "")
 
     def _unbind(self, bdf):
         driver = self.driver(bdf)
         if not driver:
             return
         os.unlink(os.path.join(self._dev_dir(bdf), "driver"))
+        if driver == "vfio-pci" and os.path.isdir(os.path.join(self._dev_dir(bdf), "vfio-dev")):
+            for cdev in os.listdir(os.path.join(self._dev_dir(bdf), "vfio-dev")):
+                os.rmdir(os.path.join(self._dev_dir(bdf), "vfio-dev", cdev))
+                os.unlink(os.path.join(self.root, "dev", "vfio", "devices", cdev))
         os.unlink(os.path.join(self.sys, "bus", "pci", "drivers", driver, bdf))
         group = self.devices[bdf]["group"]
         if driver == "vfio-pci" and not any(self.driver(b) == "vfio-pci" for b, d in self.devices.items()

@@ -220,6 +220,19 @@ class Passthrough(unittest.TestCase):
         self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
         self.assertEqual(self.pci.driver(self.bdf[1]), "vfio-pci")  # no nvidia to go back to, as upstream
 
+    def test_prefer_iommufd_on_an_iommufd_host_uses_the_device_cdev_and_dev_iommu(self):
+        node = SimulatedNode(profile="passthrough", gates=GATES, drivers=[GPU], iommufd=True)
+        self.addCleanup(node.cleanup)
+        node.start()
+        self.assertEqual(node.published()["gpu-vfio-3"]["attributes"]["iommuFDEnabled"], {"bool": True})
+        config = dict(VFIO_CONFIG, iommu={"backendPolicy": "PreferIommuFD", "enableAPIDevice": True})
+        claim = node.allocate("vm-a", [("vm", "gpu-vfio-3")], configs=[([], config)])
+        self.assertEqual(node.gpu().prepare([claim])[claim.uid]["error"], "")
+        spec = node.cdi_spec(claim_file(claim))
+        self.assertEqual(spec["containerEdits"]["deviceNodes"], [{"path": "/dev/iommu"}])
+        self.assertEqual(spec["devices"][0]["containerEdits"], {"deviceNodes": [{"path": "/dev/vfio/devices/vfio3"}]})
+        self.assertEqual(node.gpu().unprepare([claim]), {claim.uid: ""})
+
     def test_the_gate_needs_an_iommu(self):
         node = SimulatedNode(profile="l4", gates=GATES, drivers=[GPU], pci=False)
         self.addCleanup(node.cleanup)
