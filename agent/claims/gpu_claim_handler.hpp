@@ -1,5 +1,6 @@
 #pragma once
-// GpuClaimHandler — prepare/unprepare of gpu.nvidia.com claims (full GPUs, static MIG devices)
+// GpuClaimHandler — prepare/unprepare of gpu.nvidia.com claims (full GPUs, MIG devices, and with
+// PassthroughSupport VFIO devices, whose binding is VfioStep's)
 // behind kubelet::ClaimHandler (see its contract). Flow per claim (DEVELOPERS.md "Flow"):
 // checkpoint fast path → claim lookup (ClaimSource) → config resolution → PrepareStarted (durable,
 // before any side effect) → sharing (nvidia-smi time slice / MPS daemon) → claim CDI spec →

@@ -1,8 +1,9 @@
 #pragma once
-// GpuInventory — the devices this node publishes for gpu.nvidia.com (full GPUs and static MIG
+// GpuInventory — the devices this node publishes for gpu.nvidia.com (full GPUs, MIG devices, VFIO
 // devices), indexed by published device name, with what the claims pipeline needs per device: the
 // type for config resolution, the facts CDI edits take and the UUIDs for sharing. Built once from
-// the discovered model; immutable afterwards, so safe to read from any thread.
+// the discovered model; afterwards only added to (VFIO twins, GPUs NVML sees again), on the
+// io_context thread; existing entries never move.
 #include <map>
 #include <optional>
 #include <string>

@@ -87,8 +87,10 @@ boost::asio::awaitable<Status> VfioStep::wait_for_driver(const std::string& addr
       co_return make_error(ErrorCode::kUnavailable,
                            what + " " + address + " is bound to " + (now->empty() ? "no driver" : *now) + ", not " +
                                (driver.empty() ? "none" : driver) + ", " + seconds(options_.bind_deadline) +
-                               " after the write (did the kernel refuse it? is the " +
-                               (driver.empty() ? std::string("old") : driver) + " driver loaded?)");
+                               " after the write (" +
+                               (driver.empty() ? std::string("did the kernel refuse the unbind?")
+                                               : "did the kernel refuse the bind? is the " + driver + " module loaded?") +
+                               ")");
     co_await pause(options_.bind_poll);
   }
 }

@@ -170,6 +170,9 @@ void GpuBackend::wire_passthrough(Parts& p, claims::GpuClaimHandlerOptions& ho, 
   ho.pci = p.binder.get();
   ho.vfio.iommufd = p.iommufd;
   ho.vfio.nvidia_enabled = p.gpus->library != nullptr;
+  ho.on_devices_changed = [this] {
+    if (parts_ && resources_changed_) resources_changed_(current_resources());
+  };
   if (!ho.vfio.nvidia_enabled) return;
   // NVML is asked again after a GPU went back to nvidia: its full GPU is published once NVML has it.
   ho.vfio.rediscover = [lib = p.gpus->library.get(), sysfs = (fs::path(o.host_root) / "sys").string()](
@@ -186,9 +189,6 @@ void GpuBackend::wire_passthrough(Parts& p, claims::GpuClaimHandlerOptions& ho, 
         p.model.gpus.push_back(g);
         p.inventory.add_gpu(g);
       }
-  };
-  ho.on_devices_changed = [this] {
-    if (parts_ && resources_changed_) resources_changed_(current_resources());
   };
 }
 

@@ -31,14 +31,14 @@ bool parse_bus_id(const char* text, unsigned* domain, unsigned* bus, unsigned* d
 
 // A GPU the simulated host has bound to another driver (vfio-pci) or to none is invisible to NVML,
 // as on a real host: <NVDRA_MOCK_HOST_ROOT>/sys/bus/pci/devices/<bdf>/driver says which. A GPU
-// without a sysfs entry (profiles without a PCI tree) stays visible.
+// without a PCI function there (no `vendor` file: profiles without a PCI tree) stays visible.
 bool hidden_from_nvml(const Session& s, const GpuSpec& g) {
   if (s.caps_root.empty()) return false;
   char bdf[32];
   std::snprintf(bdf, sizeof bdf, "%04x:%02x:%02x.%x", g.domain, g.bus, g.device, g.function);
   const std::filesystem::path dev = std::filesystem::path(s.caps_root) / "sys/bus/pci/devices" / bdf;
   std::error_code ec;
-  if (!std::filesystem::exists(dev, ec)) return false;
+  if (!std::filesystem::exists(dev / "vendor", ec)) return false;
   const auto driver = std::filesystem::read_symlink(dev / "driver", ec);
   return ec || driver.filename() != "nvidia";
 }
