@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -149,7 +150,10 @@ Result<std::vector<PciGpu>> scan_pci_gpus(const PciScanOptions& options) {
     g.device_id = static_cast<unsigned>(read_number(dev / "device"));
     g.driver = link_name(dev / "driver");
     const std::string group = link_name(dev / "iommu_group");
-    if (!group.empty()) g.iommu_group = static_cast<unsigned>(std::stoul(group));
+    unsigned group_number = 0;
+    if (const auto [end, ec2] = std::from_chars(group.data(), group.data() + group.size(), group_number);
+        !group.empty() && ec2 == std::errc() && end == group.data() + group.size())
+      g.iommu_group = group_number;
     for (const auto& cdev : fs::directory_iterator(dev / "vfio-dev", ec)) g.iommufd_cdev = cdev.path().filename();
     const auto numa = static_cast<int64_t>(read_number(dev / "numa_node", static_cast<uint64_t>(-1)));
     if (numa >= 0) g.numa_node = numa;

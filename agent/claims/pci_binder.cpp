@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -50,7 +51,8 @@ class SysfsPciBinder final : public PciBinder {
         if (lec || target.size() < node.size() || target.compare(target.size() - node.size(), node.size(), node) != 0)
           continue;
         std::ifstream comm(proc.path() / "comm");
-        GpuHolder h{std::stol(pid), {}};
+        GpuHolder h;
+        std::from_chars(pid.data(), pid.data() + pid.size(), h.pid);
         std::getline(comm, h.command);
         out.push_back(std::move(h));
         break;
