@@ -7,7 +7,7 @@ or unit, no time slice or compute mode other than the default.
 
 A point whose scenario this file does not know, or that its kubelet call never reaches, fails.
 One node per scenario runs its points in turn (each point with a claim of its own). To add a
-scenario (VFIO), add a row to SCENARIOS: how to make its node and its claim, and
+scenario, add a row to SCENARIOS: how to make its node and its claim, and
 what else its clean node looks like (`extra_clean`)."""
 import json
 import os
@@ -142,6 +142,15 @@ def mps_daemons_quit(test, run):
     test.assertEqual(log.count("-d"), log.count("quit"), "an MPS control daemon was started and never quit")
 
 
+def vfio_claim(run, name):
+    return run.node.allocate(name, [("vm", "gpu-vfio-0")])
+
+
+def gpu_back_on_nvidia(test, run):
+    bdf = run.node.pci.gpu_address(0)
+    test.assertEqual(run.node.pci.driver(bdf), "nvidia", f"{bdf} was left off nvidia")
+
+
 @dataclass
 class Scenario:
     profile: str
@@ -164,6 +173,7 @@ SCENARIOS = {
                             extra_clean=(mps_daemons_quit,)),
     "mps-systemd": Scenario("dgx-a100", shared_claim(MPS), gates="MPSSupport=true", bus=True,
                             args=("--mps-manager=systemd",), extra_clean=(no_mps_units,)),
+    "vfio": Scenario("passthrough", vfio_claim, gates="PassthroughSupport=true", extra_clean=(gpu_back_on_nvidia,)),
     "imex": Scenario("gb200-nvl", channel_claim, gates="HostManagedIMEX=true", driver=CD, bus=True,
                      args=("--controller=false", "--imex-check", "warn"), setup=add_compute_domain),
     "fm": Scenario(fabric_manager_test.PROFILE, fabric_claim, gates="FabricManagerPartitioning=true",

@@ -159,7 +159,7 @@ class Passthrough(unittest.TestCase):
         self.wait_published(lambda n: "gpu-2" in n)
 
     def test_kill_between_unbind_and_bind_then_restart_converges(self):
-        self.node.extra_env["NVDRA_CRASH_POINT"] = "vfio.after-unbind"
+        self.node.extra_env["NVDRA_CRASH_POINT"] = "vfio.prepare.after-unbind"
         self.start()
         claim = self.node.allocate("vm-a", [("vm", "gpu-vfio-5")])
         with self.assertRaises(grpc.RpcError):
