@@ -102,7 +102,10 @@ class Passthrough(unittest.TestCase):
         self.prepare_ok(claim)
         self.assertEqual((self.pci.driver(self.bdf[7]), self.pci.driver(audio)), ("vfio-pci", "vfio-pci"))
         self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
-        self.assertEqual((self.pci.driver(self.bdf[7]), self.pci.driver(audio)), ("nvidia", "snd_hda_intel"))
+        self.assertEqual(self.pci.driver(self.bdf[7]), "nvidia")
+        # The card's other functions are handed back best effort (the host may have no driver for them):
+        # the agent asks for the probe and does not wait for it.
+        self.pci.wait_for_driver(audio, "snd_hda_intel")
 
     def test_a_busy_gpu_fails_only_its_claim_within_the_deadline_naming_the_holder(self):
         self.start()
