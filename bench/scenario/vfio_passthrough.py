@@ -28,9 +28,9 @@ def main():
     args = ap.parse_args()
     os.environ["NVDRA_BINARY_DIR"] = os.path.abspath(args.build_dir)
     os.environ.setdefault("NVDRA_SOURCE_DIR", TOP)
-    from gpu_node import GPU, SimulatedNode
+    from gpu_node import SimulatedNode
 
-    node = SimulatedNode(profile="passthrough", gates="PassthroughSupport=true", drivers=[GPU], api_process=True)
+    node = SimulatedNode(profile="passthrough", gates="PassthroughSupport=true", api_process=True)
     report = {}
     try:
         node.start()

@@ -20,7 +20,8 @@ def claim_file(claim):
 
 class Passthrough(unittest.TestCase):
     def setUp(self):
-        self.node = SimulatedNode(profile="passthrough", gates=GATES, drivers=[GPU])
+        # Both drivers: READY=1 waits for both to be registered with the kubelet double.
+        self.node = SimulatedNode(profile="passthrough", gates=GATES)
         self.addCleanup(self.node.cleanup)
         self.pci = self.node.pci
         self.bdf = {m: self.pci.gpu_address(m) for m in range(8)}
@@ -213,6 +214,7 @@ class Passthrough(unittest.TestCase):
         self.node.profile = os.path.join(self.node.root, "no-driver.yaml")  # no such profile: NVML fails to start
         self.pci.set_driver(self.bdf[0], "vfio-pci")
         self.pci.set_driver(self.bdf[1], "")
+        self.node.drivers = [GPU]  # compute-domain.nvidia.com needs NVML: it does not come up here
         self.node.start(wait_ready=False)
         self.node.wait_log(r"NVML unavailable .*publishing VFIO devices only")
         names = self.wait_published(lambda n: "gpu-vfio-1" in n)
@@ -224,7 +226,7 @@ class Passthrough(unittest.TestCase):
         self.assertEqual(self.pci.driver(self.bdf[1]), "vfio-pci")  # no nvidia to go back to, as upstream
 
     def test_prefer_iommufd_on_an_iommufd_host_uses_the_device_cdev_and_dev_iommu(self):
-        node = SimulatedNode(profile="passthrough", gates=GATES, drivers=[GPU], iommufd=True)
+        node = SimulatedNode(profile="passthrough", gates=GATES, iommufd=True)
         self.addCleanup(node.cleanup)
         node.start()
         self.assertEqual(node.published()["gpu-vfio-3"]["attributes"]["iommuFDEnabled"], {"bool": True})
