@@ -10,6 +10,8 @@ import time
 
 BINARY_DIR = os.environ.get("NVDRA_BINARY_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
 SOURCE_DIR = os.environ.get("NVDRA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+# The binaries carry ASan or TSan (CMake's NVDRA_ANY_SANITIZER): memory figures mean little there.
+SANITIZED = os.environ.get("NVDRA_SANITIZED", "OFF") == "ON"
 
 
 def agent_binary():

@@ -10,6 +10,7 @@ import grpc
 
 from gpu_node import GPU, SimulatedNode
 from kubelet_double import Claim
+from nvdra_testlib import SANITIZED
 
 MANY = 2000
 
@@ -57,7 +58,9 @@ class KubeletBadInput(unittest.TestCase):
         self.assertEqual(result[good.uid]["error"], "", "the good claim in the same call was lost")
         grown_mb = (self.node.rss_kb() - rss_before) / 1024
         print(f"\n{MANY} claims in one call: RSS grew {grown_mb:.1f} MiB", flush=True)
-        self.assertLess(grown_mb, 64, "memory per call must stay bounded")
+        # ASan keeps freed memory in a quarantine (256 MiB by default) and TSan shadows it: a bound there
+        # would measure the sanitizer, so it is looser (still catches a per-claim leak of the whole call).
+        self.assertLess(grown_mb, 512 if SANITIZED else 64, "memory per call must stay bounded")
         self.assertEqual(self.node.gpu().unprepare([good]), {good.uid: ""})
 
     def test_duplicate_uids(self):
