@@ -4,6 +4,7 @@
 #include <map>
 
 #include "k8s/slice_names.hpp"
+#include "k8s/taint_rules.hpp"
 
 namespace nvdra::k8s {
 namespace {
@@ -69,7 +70,10 @@ std::vector<SliceContent> plan_slices(const DriverResources& desired, const Slic
     return !d.taints.empty() || !d.consumes_counters.empty() || (rules.lists_are_advanced && has_list(d));
   };
   std::vector<PublishedDevice> devices;
-  for (const auto& d : desired.devices) devices.push_back(publishable(d, rules));
+  for (const auto& d : desired.devices) {
+    devices.push_back(publishable(d, rules));
+    fit_taints(devices.back(), layout);
+  }
   std::sort(devices.begin(), devices.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   std::vector<SliceContent> out;
   if (layout == CounterLayout::kSeparateSlices || desired.shared_counters.empty()) {

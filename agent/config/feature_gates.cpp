@@ -121,7 +121,8 @@ Result<std::vector<std::string>> FeatureGates::resolve() {
     return fail("feature gate DeviceMetadata requires PassthroughSupport to also be enabled");
   const std::pair<std::string_view, std::string_view> exclusive[] = {
       {kDynamicMIG, kPassthroughSupport},
-      {kDynamicMIG, kNVMLDeviceHealthCheck},
+      // DynamicMIG with NVMLDeviceHealthCheck is accepted: nvdra's monitor gives a DynamicMIG device its
+      // parent GPU's health (upstream's monitor knew static MIG devices only).
       {kDynamicMIG, kMPSSupport},
       {kPassthroughSupport, kNVMLDeviceHealthCheck},
   };

@@ -5,10 +5,6 @@ namespace nvdra::config {
 const std::vector<GateLimit>& gate_limits() {
   using namespace gate;
   static const std::vector<GateLimit> kLimits = {
-      {kNVMLDeviceHealthCheck, false,
-       "nvdra does not monitor device health yet (no NVML XID events, no device taints; nvdractl shows health as "
-       "unknown); leave it off",
-       false},
       {kDeviceMetadata, false,
        "nvdra attaches no KEP-5304 device metadata to its VFIO devices yet; leave it off",
        false},

@@ -72,6 +72,9 @@ Status cross_validate(Invocation& inv, std::vector<std::string>& notes) {
   auto overrides = o.gates.resolve();
   if (!overrides) return invalid("--feature-gates: " + overrides.error().message);
   for (auto& line : *overrides) notes.push_back(std::move(line));
+  if (!o.additional_xids_to_ignore.empty() && !o.gates.enabled(gate::kNVMLDeviceHealthCheck))
+    return invalid("--additional-xids-to-ignore requires feature gate NVMLDeviceHealthCheck to be enabled (without "
+                   "it no XID is watched)");
   if (o.consumable_shares != "disabled" && !o.gates.enabled(gate::kConsumableShares))
     return invalid("--consumable-shares requires feature gate ConsumableShares to be enabled");
   if (o.verbosity && !o.log_level_set) {

@@ -105,10 +105,6 @@ Problem apply_xids(Options& o, const std::string& v) {
     if (!x || *x == 0) return bad(v, "\"" + item + "\" is not a positive XID number");
     xids.push_back(*x);
   }
-  // XIDs only matter to the device health monitor (NVMLDeviceHealthCheck), which nvdra does not have.
-  if (!xids.empty())
-    return std::string("XIDs to ignore are refused: they only matter to device health monitoring "
-                       "(NVMLDeviceHealthCheck), which nvdra does not implement yet; leave it empty");
   o.additional_xids_to_ignore = xids;
   return std::nullopt;
 }
@@ -216,8 +212,8 @@ const std::vector<OptionSpec>& option_table() {
     add({"claim-read-burst", {}, {"NVDRA_CLAIM_READ_BURST"}, "Client-side burst for ResourceClaim reads", false,
          false, false, positive_int_field(&Options::claim_read_burst)});
     add({"additional-xids-to-ignore", {}, {"ADDITIONAL_XIDS_TO_IGNORE"},
-         "Upstream's XIDs treated as non-fatal by device health monitoring; only empty is accepted (nvdra does "
-         "not monitor device health yet)", false, false, true, apply_xids});
+         "XIDs tainted with effect None instead of NoSchedule, beside 13,31,43,45,68,109 (needs "
+         "NVMLDeviceHealthCheck)", false, false, true, apply_xids});
     add({"consumable-shares", {}, {"CONSUMABLE_SHARES"}, "Consumable shares (gate ConsumableShares): disabled, memory, unlimited or a positive share count; "
          "GPU and MIG devices may then be allocated to several claims at once", false, false, false, apply_consumable_shares});
     add({"gpu-clique-label-enabled", {}, {"GPU_CLIQUE_LABEL_ENABLED"}, "Upstream's node label nvidia.com/gpu.clique; only false is accepted",

@@ -38,6 +38,9 @@ class DriverBackend {
   // Valid after a successful start(), until the backend is destroyed.
   virtual kubelet::ClaimHandler& claims() = 0;
   virtual kubelet::HealthSource* health() { return nullptr; }
+  // Follows device health while the driver serves (only called when health() is not null); ends
+  // only by cancellation. A change shows in health()'s generation and in resources()' taints.
+  virtual boost::asio::awaitable<void> run_health() { co_return; }
   // What this node publishes for the driver; called after start().
   virtual boost::asio::awaitable<Result<DriverResources>> resources() = 0;
   // The claims as the checkpoint holds them now (for status), or null before start().

@@ -26,6 +26,7 @@
 #include "agent/runtime/worker_pool.hpp"
 #include "agent/status/agent_status.hpp"
 #include "k8s/event_recorder.hpp"
+#include "agent/kubelet/health_source.hpp"
 #include "k8s/slice_publisher.hpp"
 
 namespace nvdra::drivers {
@@ -155,12 +156,17 @@ boost::asio::awaitable<void> DriverComponent::serve() {
 }
 
 boost::asio::awaitable<void> DriverComponent::publish(std::shared_ptr<k8s::ApiServer> api) {
+  using namespace boost::asio::experimental::awaitable_operators;
   auto log = nvdra::logger(name());
   auto resources = co_await backend_->resources();
   if (!resources) throw std::runtime_error("driver " + name() + ": discovery: " + resources.error().describe());
-  ctx_.status.set_devices(name(), device_rows(name(), resources->devices));
+  ctx_.status.set_devices(name(), device_rows(name(), resources->devices, backend_->health()));
   if (!api) {
     ctx_.readiness.satisfy(published_condition(kind_));
+    if (backend_->health()) {
+      co_await (backend_->run_health() || follow_health());
+      co_return;
+    }
     boost::asio::steady_timer forever(ctx_.executor, boost::asio::steady_timer::time_point::max());
     co_await forever.async_wait(boost::asio::use_awaitable);
     co_return;
@@ -178,10 +184,31 @@ boost::asio::awaitable<void> DriverComponent::publish(std::shared_ptr<k8s::ApiSe
   publisher_->set_desired(std::move(*resources));
   backend_->on_resources_changed([this](DriverResources changed) {
     if (!publisher_) return;
-    ctx_.status.set_devices(name(), device_rows(name(), changed.devices));
+    ctx_.status.set_devices(name(), device_rows(name(), changed.devices, backend_->health()));
     publisher_->set_desired(std::move(changed));
   });
-  co_await publisher_->run();
+  if (!backend_->health()) {
+    co_await publisher_->run();
+    co_return;
+  }
+  co_await (publisher_->run() || backend_->run_health() || follow_health());
+}
+
+// Health changes republish the devices (their taints) and refresh the status rows.
+boost::asio::awaitable<void> DriverComponent::follow_health() {
+  auto log = nvdra::logger(name());
+  auto* health = backend_->health();
+  uint64_t seen = health->snapshot().generation;
+  for (;;) {
+    seen = (co_await health->watch(seen)).generation;
+    auto resources = co_await backend_->resources();
+    if (!resources) {
+      log->warn("driver={} device health changed but discovery failed: {}", name(), resources.error().describe());
+      continue;
+    }
+    ctx_.status.set_devices(name(), device_rows(name(), resources->devices, health));
+    if (publisher_) publisher_->set_desired(std::move(*resources));
+  }
 }
 
 boost::asio::awaitable<void> DriverComponent::serve_with_events() {

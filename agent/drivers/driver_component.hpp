@@ -54,6 +54,7 @@ class DriverComponent final : public Component {
   boost::asio::awaitable<void> serve_with_events();
   // Keeps this node's ResourceSlices right (api set), or waits for cancellation (no API server).
   boost::asio::awaitable<void> publish(std::shared_ptr<k8s::ApiServer> api);
+  boost::asio::awaitable<void> follow_health();
   void report(std::string detail);  // this driver's row in AgentStatus
   void registration_changed();
 

@@ -19,6 +19,7 @@
 #include "agent/config/options.hpp"
 #include "agent/drivers/api_claim_source.hpp"
 #include "agent/drivers/checkpoint_rebuild.hpp"
+#include "agent/drivers/device_health_monitor.hpp"
 #include "agent/drivers/driver_checkpoint.hpp"
 #include "agent/drivers/node_fabric.hpp"
 #include "agent/drivers/node_gpus.hpp"
@@ -63,6 +64,7 @@ struct GpuBackend::Parts {
   claims::FabricSession fabric_session;               // FM at start (FabricManagerPartitioning / FabricTopologySupport)
   std::unique_ptr<claims::FabricPartitions> fabric;  // null: both gates off, FM never touched
   std::unique_ptr<claims::GpuClaimHandler> handler;
+  std::unique_ptr<DeviceHealthMonitor> health;  // NVMLDeviceHealthCheck only
 };
 
 namespace {
@@ -291,6 +293,13 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
     log->warn("recovery: {}", e.describe());
     ctx_.status.record_error(config::kGpuDriverName, "recovery: " + e.describe());
   }
+  if (o.gates.enabled(config::gate::kNVMLDeviceHealthCheck)) {
+    const auto devices =
+        nvml::published_gpu_resources(p.gpus->model, o.gates.enabled(config::gate::kDynamicMIG)).devices;
+    p.health = std::make_unique<DeviceHealthMonitor>(
+        ctx_.executor, ctx_.workers, *p.gpus->library, p.gpus->model,
+        DeviceHealth(o.node_name, health_targets(devices, p.gpus->model), XidPolicy::upstream(o.additional_xids_to_ignore)));
+  }
   parts_ = std::move(parts);
   publish_fabric_status();
   co_return Status{};
@@ -298,11 +307,17 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
 
 kubelet::ClaimHandler& GpuBackend::claims() { return *parts_->handler; }
 
+kubelet::HealthSource* GpuBackend::health() { return parts_ ? parts_->health.get() : nullptr; }
+
+boost::asio::awaitable<void> GpuBackend::run_health() { co_await parts_->health->run(); }
+
 boost::asio::awaitable<Result<DriverResources>> GpuBackend::resources() { co_return current_resources(); }
 
 DriverResources GpuBackend::current_resources() const {
   const auto& p = *parts_;
   auto out = nvml::published_gpu_resources(p.model, ctx_.options.gates.enabled(config::gate::kDynamicMIG));
+  if (p.health)  // NVMLDeviceHealthCheck: the devices' taints (PassthroughSupport excludes it: no VFIO twin here)
+    for (auto& d : out.devices) d.taints = p.health->taints(d.name);
   // The loader checked the value; "disabled" when the gate is off.
   auto shares = nvml::parse_consumable_shares(ctx_.options.consumable_shares);
   nvml::apply_device_options(out, shares ? *shares : nvml::ConsumableShares{},

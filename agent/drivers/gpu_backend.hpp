@@ -19,6 +19,8 @@ class GpuBackend final : public DriverBackend {
 
   boost::asio::awaitable<Status> start(std::shared_ptr<k8s::ApiServer> api) override;
   kubelet::ClaimHandler& claims() override;
+  kubelet::HealthSource* health() override;
+  boost::asio::awaitable<void> run_health() override;
   boost::asio::awaitable<Result<DriverResources>> resources() override;
   const claims::Checkpoint* checkpoint() const override;
   std::string notice() const override;

@@ -1,0 +1,135 @@
+#include "agent/drivers/device_health.hpp"
+
+namespace nvdra::drivers {
+namespace {
+
+const std::string* string_attr(const PublishedDevice& d, const char* name) {
+  auto it = d.attributes.find(name);
+  return it == d.attributes.end() ? nullptr : std::get_if<std::string>(&it->second);
+}
+
+}  // namespace
+
+XidPolicy XidPolicy::upstream(const std::vector<uint32_t>& additional) {
+  XidPolicy p{{13, 31, 43, 45, 68, 109}};
+  p.ignored.insert(additional.begin(), additional.end());
+  return p;
+}
+
+std::vector<HealthTarget> health_targets(const std::vector<PublishedDevice>& devices, const nvml::DeviceModel& model) {
+  std::vector<HealthTarget> out;
+  for (const auto& d : devices) {
+    const std::string* uuid = string_attr(d, "uuid");
+    const std::string* parent = string_attr(d, "parentUUID");
+    HealthTarget t{d.name, {}};
+    for (const auto& g : model.gpus) {
+      if (uuid && *uuid == g.uuid) t.gpu_uuid = g.uuid;
+      for (const auto& m : g.mig_devices)
+        if (uuid && *uuid == m.uuid) t = HealthTarget{d.name, g.uuid, m.gi_id, m.ci_id};
+    }
+    if (t.gpu_uuid.empty() && parent) t.gpu_uuid = *parent;  // DynamicMIG: the parent's health
+    if (!t.gpu_uuid.empty()) out.push_back(std::move(t));
+  }
+  return out;
+}
+
+DeviceHealth::DeviceHealth(std::string pool, std::vector<HealthTarget> targets, XidPolicy policy)
+    : pool_(std::move(pool)), targets_(std::move(targets)), policy_(std::move(policy)) {
+  for (const auto& t : targets_) state_[t.name];
+}
+
+bool DeviceHealth::set(const std::string& device, DeviceTaint taint, int64_t now) {
+  auto& s = state_[device];
+  auto& slot = s.taints[taint.key];
+  if (slot == taint) return false;
+  slot = std::move(taint);
+  s.updated = now;
+  return true;
+}
+
+bool DeviceHealth::unmonitored(const std::string& gpu_uuid, int64_t now) {
+  bool changed = false;
+  for (const auto& t : targets_)
+    if (t.gpu_uuid == gpu_uuid) changed |= set(t.name, {kTaintUnmonitored, "", "None"}, now);
+  return changed;
+}
+
+bool DeviceHealth::event(const nvml::GpuEvent& e, int64_t now) {
+  // Upstream acts on XidCriticalError only; ECC events are registered (its mask) but not tainted.
+  if (e.type != nvml::kEventXidCriticalError) return false;
+  const bool one_instance = e.gi_id != nvml::kNoInstance;
+  bool changed = false;
+  for (const auto& t : targets_) {
+    if (t.gpu_uuid != e.gpu_uuid) continue;
+    if (one_instance && (t.gi_id != e.gi_id || (e.ci_id != nvml::kNoInstance && t.ci_id != e.ci_id))) continue;
+    changed |= set(t.name, {kTaintXid, std::to_string(e.data), policy_.ignored_xid(e.data) ? "None" : "NoSchedule"},
+                   now);
+    auto& s = state_[t.name];
+    s.last_xid = e.data;
+    s.last_xid_at = now;
+  }
+  return changed;
+}
+
+bool DeviceHealth::lost(int64_t now) {
+  // NVML does not say which GPU: upstream marks every device.
+  bool changed = false;
+  for (const auto& t : targets_) {
+    changed |= set(t.name, {kTaintGpuLost, "", "NoSchedule"}, now);
+    lost_gpus_.insert(t.gpu_uuid);
+  }
+  any_lost_ = true;
+  return changed;
+}
+
+bool DeviceHealth::served(int64_t now) {
+  if (!any_lost_) return false;
+  any_lost_ = false;
+  bool changed = false;
+  for (const auto& t : targets_) {
+    if (!lost_gpus_.count(t.gpu_uuid)) continue;
+    auto& s = state_[t.name];
+    // The GPU came back (reset): its gpu-lost and xid taints go; unmonitored stays.
+    changed |= s.taints.erase(kTaintGpuLost) + s.taints.erase(kTaintXid) > 0;
+    s.updated = now;
+  }
+  lost_gpus_.clear();
+  return changed;
+}
+
+std::vector<DeviceTaint> DeviceHealth::taints(const std::string& device) const {
+  std::vector<DeviceTaint> out;
+  auto it = state_.find(device);
+  if (it == state_.end()) return out;
+  for (const auto& [key, t] : it->second.taints) out.push_back(t);
+  return out;
+}
+
+std::vector<kubelet::DeviceHealth> DeviceHealth::report() const {
+  std::vector<kubelet::DeviceHealth> out;
+  for (const auto& t : targets_) {
+    const auto& s = state_.at(t.name);
+    kubelet::DeviceHealth h{pool_, t.name, kubelet::Health::kHealthy, s.updated, kHealthTimeoutSeconds, ""};
+    for (const auto& [key, taint] : s.taints) {
+      if (taint.effect == "NoSchedule") h.health = kubelet::Health::kUnhealthy;
+      else if (key == kTaintUnmonitored && h.health == kubelet::Health::kHealthy) h.health = kubelet::Health::kUnknown;
+      h.message += (h.message.empty() ? "" : "; ") + key + (taint.value.empty() ? "" : "=" + taint.value);
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+std::string DeviceHealth::status_text(const std::string& device) const {
+  auto it = state_.find(device);
+  if (it == state_.end()) return "unknown";
+  const auto& s = it->second;
+  std::string text = "healthy";
+  for (const auto& [key, taint] : s.taints) {
+    if (taint.effect == "NoSchedule") text = "unhealthy";
+    else if (key == kTaintUnmonitored && text == "healthy") text = "unknown";
+  }
+  return text;
+}
+
+}  // namespace nvdra::drivers

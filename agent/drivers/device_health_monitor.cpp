@@ -1,0 +1,113 @@
+#include "agent/drivers/device_health_monitor.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "agent/base/log.hpp"
+#include "agent/runtime/worker_pool.hpp"
+
+namespace asio = boost::asio;
+
+namespace nvdra::drivers {
+namespace {
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// After GPU_IS_LOST NVML answers every wait at once: look again this much later, not in a loop.
+constexpr auto kLostRetry = std::chrono::milliseconds(200);
+
+}  // namespace
+
+DeviceHealthMonitor::DeviceHealthMonitor(asio::any_io_executor ex, runtime::WorkerPool& workers,
+                                         nvml::GpuLibrary& library, const nvml::DeviceModel& model,
+                                         DeviceHealth health)
+    : ex_(std::move(ex)), workers_(workers), library_(library), model_(model), health_(std::move(health)) {}
+
+kubelet::HealthSnapshot DeviceHealthMonitor::snapshot() const { return {generation_, health_.report()}; }
+
+void DeviceHealthMonitor::changed() {
+  ++generation_;
+  for (auto* t : waiters_) t->cancel();
+}
+
+asio::awaitable<kubelet::HealthSnapshot> DeviceHealthMonitor::watch(uint64_t after) {
+  while (generation_ <= after) {
+    asio::steady_timer timer(ex_, asio::steady_timer::time_point::max());
+    waiters_.insert(&timer);
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    waiters_.erase(&timer);
+    if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
+      throw boost::system::system_error(asio::error::operation_aborted);
+  }
+  co_return snapshot();
+}
+
+void DeviceHealthMonitor::log_event(const nvml::GpuEvent& e) const {
+  std::string pci = "unknown";
+  for (const auto& g : model_.gpus)
+    if (g.uuid == e.gpu_uuid) pci = g.pci.bus_id;
+  // One line per event: what an operator greps the journal for.
+  logger("gpu.nvidia.com")
+      ->warn("device health: gpu={} pci={} xid={} event_type={:#x} gi={} ci={}", e.gpu_uuid, pci, e.data, e.type,
+             static_cast<int>(e.gi_id), static_cast<int>(e.ci_id));
+}
+
+asio::awaitable<void> DeviceHealthMonitor::run() {
+  auto log = logger("gpu.nvidia.com");
+  std::vector<std::string> uuids;
+  for (const auto& g : model_.gpus) uuids.push_back(g.uuid);
+  auto watch = co_await workers_.run([&] { return library_.watch_events(uuids, kHealthEventMask); });
+  const int64_t now = unix_now();
+  bool any = false;
+  if (!watch) {
+    log->warn("device health: no NVML events ({}): every device unmonitored", watch.error().describe());
+    for (const auto& u : uuids) any |= health_.unmonitored(u, now);
+    if (any) changed();
+    asio::steady_timer forever(ex_, asio::steady_timer::time_point::max());
+    co_await forever.async_wait(asio::use_awaitable);
+    co_return;
+  }
+  std::shared_ptr<nvml::EventWatch> events(std::move(*watch));
+  for (const auto& [uuid, why] : events->unmonitored()) {
+    log->warn("device health: gpu={} unmonitored: {}", uuid, why.describe());
+    any |= health_.unmonitored(uuid, now);
+  }
+  if (any) changed();
+  log->info("device health: watching {} gpus for NVML events", uuids.size() - events->unmonitored().size());
+  for (;;) {
+    // The lambda holds the watch: if this coroutine is cancelled mid-wait, the wait ends within
+    // kWaitSlice and the event set is freed on the pool thread.
+    auto outcome = co_await workers_.run([events] { return events->wait(kWaitSlice); });
+    co_await asio::this_coro::throw_if_cancelled();
+    if (!outcome) {
+      log->warn("device health: NVML event wait failed: {}", outcome.error().describe());
+      asio::steady_timer pause(ex_, kLostRetry);
+      co_await pause.async_wait(asio::use_awaitable);
+      continue;
+    }
+    const int64_t t = unix_now();
+    bool c = false;
+    switch (outcome->kind) {
+      case nvml::WaitOutcome::Kind::kGpuLost: {
+        c = health_.lost(t);
+        if (c) log->warn("device health: GPU_IS_LOST: every device tainted {}", kTaintGpuLost);
+        if (c) changed();
+        asio::steady_timer pause(ex_, kLostRetry);
+        co_await pause.async_wait(asio::use_awaitable);
+        continue;
+      }
+      case nvml::WaitOutcome::Kind::kEvent:
+        c = health_.served(t);
+        log_event(outcome->event);
+        c |= health_.event(outcome->event, t);
+        break;
+      case nvml::WaitOutcome::Kind::kTimeout: c = health_.served(t); break;
+    }
+    if (c) changed();
+  }
+}
+
+}  // namespace nvdra::drivers

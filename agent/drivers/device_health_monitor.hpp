@@ -1,0 +1,50 @@
+#pragma once
+// DeviceHealthMonitor — gpu.nvidia.com's HealthSource under NVMLDeviceHealthCheck: one NVML event
+// set over the node's GPUs, waited on from the WorkerPool with a bounded wait (so cancellation and
+// shutdown take at most kWaitSlice), each outcome applied to DeviceHealth on the io_context thread.
+// A change bumps the generation: the health streams and the slice publisher follow it.
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <set>
+
+#include "agent/drivers/device_health.hpp"
+#include "agent/kubelet/health_source.hpp"
+
+namespace nvdra::runtime { class WorkerPool; }
+namespace nvdra::metrics { class Metrics; }
+
+namespace nvdra::drivers {
+
+class DeviceHealthMonitor final : public kubelet::HealthSource {
+ public:
+  static constexpr std::chrono::milliseconds kWaitSlice{500};
+
+  DeviceHealthMonitor(boost::asio::any_io_executor ex, runtime::WorkerPool& workers, nvml::GpuLibrary& library,
+                      const nvml::DeviceModel& model, DeviceHealth health);
+
+  // Registers the events and follows them; ends only by cancellation (or when registration fails
+  // as a whole: every device is then unmonitored and stays so).
+  boost::asio::awaitable<void> run();
+
+  kubelet::HealthSnapshot snapshot() const override;
+  boost::asio::awaitable<kubelet::HealthSnapshot> watch(uint64_t after) override;
+
+  std::vector<DeviceTaint> taints(const std::string& device) const { return health_.taints(device); }
+  std::string status_text(const std::string& device) const { return health_.status_text(device); }
+
+ private:
+  void changed();
+  void log_event(const nvml::GpuEvent& e) const;
+  boost::asio::any_io_executor ex_;
+  runtime::WorkerPool& workers_;
+  nvml::GpuLibrary& library_;
+  const nvml::DeviceModel& model_;
+  DeviceHealth health_;
+  uint64_t generation_ = 1;
+  std::set<boost::asio::steady_timer*> waiters_;
+};
+
+}  // namespace nvdra::drivers
