@@ -285,6 +285,32 @@ class SimulatedNode:
         slices = self.api.objects("resource.k8s.io/v1", "resourceslices", f"spec.nodeName={self.node}")
         return {d["name"]: d for s in slices if s["spec"]["driver"] == driver for d in s["spec"].get("devices", [])}
 
+    def wait_published(self, predicate, timeout=20.0, driver=GPU):
+        """Waits until predicate({device name: device}) holds for this node's slices of `driver`."""
+        def devices(items):
+            return {d["name"]: d for s in items if s["spec"]["nodeName"] == self.node and s["spec"]["driver"] == driver
+                    for d in s["spec"].get("devices", [])}
+        return devices(self.api.wait_for_objects("resource.k8s.io/v1", "resourceslices",
+                                                 lambda items: predicate(devices(items)), timeout))
+
+    # --- the mock GPUs (test hooks of the mock NVML, nvml/mock/test_hooks.h) -----------------
+    def mock_hook(self, name, *args):
+        """Calls a test hook of the mock NVML in a child process sharing this node's mock state."""
+        code = ("import ctypes,sys\nlib=ctypes.CDLL(sys.argv[1])\nf=getattr(lib,sys.argv[2])\n"
+                "a=[int(x) if x.lstrip('-').isdigit() else x.encode() for x in sys.argv[3:]]\n"
+                "f.argtypes=[ctypes.c_ulonglong if isinstance(x,int) else ctypes.c_char_p for x in a]\n"
+                "sys.exit(f(*a))")
+        rc = subprocess.run([sys.executable, "-c", code, MOCK, name] + [str(a) for a in args], env=self.env(),
+                            timeout=30).returncode
+        if rc != 0:
+            raise AssertionError(f"{name}{args}: nvmlReturn_t {rc}")
+
+    def inject_xid(self, uuid, xid, gi=0xFFFFFFFF, ci=0xFFFFFFFF):
+        self.mock_hook("nvdraMockInjectEvent", uuid, 0x8, xid, gi, ci)
+
+    def set_gpu_lost(self, uuid, lost=True):
+        self.mock_hook("nvdraMockSetGpuLost", uuid, 1 if lost else 0)
+
     # --- the node's files --------------------------------------------------------------------
     def cdi_files(self):
         return sorted(f for f in os.listdir(self.dirs.cdi) if not f.startswith(".")) if os.path.isdir(
