@@ -98,8 +98,6 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         ExclusivePair{"DynamicMIG=true,PassthroughSupport=true",
                       "feature gate DynamicMIG is currently mutually exclusive with PassthroughSupport"},
-        ExclusivePair{"DynamicMIG=true,NVMLDeviceHealthCheck=true",
-                      "feature gate DynamicMIG is currently mutually exclusive with NVMLDeviceHealthCheck"},
         ExclusivePair{"DynamicMIG=true,MPSSupport=true",
                       "feature gate DynamicMIG is currently mutually exclusive with MPSSupport"},
         ExclusivePair{"PassthroughSupport=true,NVMLDeviceHealthCheck=true",

@@ -38,12 +38,8 @@ TEST(Refusals, EveryLimitedGateIsRefusedAtItsOtherValueNamingItAndAcceptedAtItsO
 
 TEST(Refusals, AllAlphaAndAllBetaNeverSwitchARefusedGateSilently) {
   EXPECT_EQ(refusal({"--feature-gates", "AllAlpha=true"}).rfind(
-                "--feature-gates: feature gate NVMLDeviceHealthCheck=true (from AllAlpha=true) is refused: ", 0),
+                "--feature-gates: feature gate PassthroughSupport=true (from AllAlpha=true) is refused: ", 0),
             0u);
-  EXPECT_EQ(refusal({"--feature-gates", "AllAlpha=true,DynamicMIG=false"}),
-            "--feature-gates: feature gate NVMLDeviceHealthCheck=true (from AllAlpha=true) is refused: nvdra does "
-            "not monitor device health yet (no NVML XID events, no device taints; nvdractl shows health as unknown); "
-            "leave it off");
   EXPECT_EQ(refusal({"--feature-gates", "AllBeta=false"}).rfind(
                 "--feature-gates: feature gate IMEXDaemonsWithDNSNames=false (from AllBeta=false) is refused: ", 0),
             0u);
@@ -86,12 +82,12 @@ TEST(Refusals, UpstreamHostManagedSpellingRunsNvdrasHostManagedMode) {
 }
 
 TEST(Refusals, OptionValuesWithoutBehaviourNameTheOptionAndTheSource) {
-  EXPECT_EQ(refusal({"--additional-xids-to-ignore=45,79"}).rfind("--additional-xids-to-ignore: XIDs to ignore are "
-                                                                 "refused: ", 0),
-            0u);
-  EXPECT_EQ(refusal({}, {{"ADDITIONAL_XIDS_TO_IGNORE", "45"}})
-                .rfind("environment variable ADDITIONAL_XIDS_TO_IGNORE: XIDs to ignore are refused: ", 0),
-            0u);
+  // XIDs to ignore need the health monitor that reads them.
+  EXPECT_EQ(refusal({"--additional-xids-to-ignore=45,79"}),
+            "--additional-xids-to-ignore requires feature gate NVMLDeviceHealthCheck to be enabled (without it no XID "
+            "is watched)");
+  EXPECT_EQ(refusal({"--additional-xids-to-ignore=45,79", "--feature-gates", "NVMLDeviceHealthCheck=true"}),
+            "(accepted)");
   EXPECT_EQ(refusal({}, {{"ADDITIONAL_XIDS_TO_IGNORE", ""}}), "(accepted)");
   EXPECT_EQ(refusal({"--gpu-clique-label-enabled"}).rfind("--gpu-clique-label-enabled: true is refused: ", 0), 0u);
   EXPECT_EQ(refusal({}, {{"GPU_CLIQUE_LABEL_ENABLED", "false"}}), "(accepted)");
