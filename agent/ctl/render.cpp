@@ -25,8 +25,10 @@ std::string imex_state(const systemd_bus::ImexStatus& i) {
 }
 
 std::string devices_table(const StatusSnapshot& s) {
-  Table t({"DRIVER", "NAME", "TYPE", "UUID", "HEALTH"});
-  for (const auto& d : s.devices) t.add({d.driver, d.name, d.type, d.uuid, d.health});
+  Table t({"DRIVER", "NAME", "TYPE", "UUID", "HEALTH", "LAST XID", "AT"});
+  for (const auto& d : s.devices)
+    t.add({d.driver, d.name, d.type, d.uuid, d.health, d.last_xid.empty() ? "-" : d.last_xid,
+           d.last_xid_time.empty() ? "-" : d.last_xid_time});
   return t.render();
 }
 

@@ -1,11 +1,22 @@
 #include "agent/drivers/device_health.hpp"
 
+#include <ctime>
+
 namespace nvdra::drivers {
 namespace {
 
 const std::string* string_attr(const PublishedDevice& d, const char* name) {
   auto it = d.attributes.find(name);
   return it == d.attributes.end() ? nullptr : std::get_if<std::string>(&it->second);
+}
+
+std::string utc(int64_t t) {
+  char buf[32] = {};
+  std::tm tm{};
+  const auto tt = static_cast<std::time_t>(t);
+  gmtime_r(&tt, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace
@@ -120,16 +131,20 @@ std::vector<kubelet::DeviceHealth> DeviceHealth::report() const {
   return out;
 }
 
-std::string DeviceHealth::status_text(const std::string& device) const {
-  auto it = state_.find(device);
-  if (it == state_.end()) return "unknown";
+void DeviceHealth::fill(systemd_bus::DeviceStatus& row) const {
+  auto it = state_.find(row.name);
+  if (it == state_.end()) return;  // not watched (no GPU behind it): stays unknown
   const auto& s = it->second;
-  std::string text = "healthy";
+  row.health = systemd_bus::kHealthHealthy;
   for (const auto& [key, taint] : s.taints) {
-    if (taint.effect == "NoSchedule") text = "unhealthy";
-    else if (key == kTaintUnmonitored && text == "healthy") text = "unknown";
+    if (taint.effect == "NoSchedule") row.health = systemd_bus::kHealthUnhealthy;
+    else if (key == kTaintUnmonitored && row.health == systemd_bus::kHealthHealthy)
+      row.health = systemd_bus::kHealthUnknown;
   }
-  return text;
+  if (s.last_xid != 0) {
+    row.last_xid = std::to_string(s.last_xid);
+    row.last_xid_time = utc(s.last_xid_at);
+  }
 }
 
 }  // namespace nvdra::drivers

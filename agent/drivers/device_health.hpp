@@ -15,6 +15,7 @@
 
 #include "agent/base/device.hpp"
 #include "agent/kubelet/health_source.hpp"
+#include "agent/systemd_bus/status_snapshot.hpp"
 #include "nvml/device_model.hpp"
 #include "nvml/gpu_library.hpp"
 
@@ -62,8 +63,8 @@ class DeviceHealth {
 
   std::vector<DeviceTaint> taints(const std::string& device) const;
   std::vector<kubelet::DeviceHealth> report() const;
-  // "healthy" | "unhealthy" | "unknown" as nvdractl shows them.
-  std::string status_text(const std::string& device) const;
+  // The status row's health ("healthy" | "unhealthy" | "unknown"), last XID and when.
+  void fill(systemd_bus::DeviceStatus& row) const;
 
  private:
   struct State {

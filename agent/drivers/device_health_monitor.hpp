@@ -33,7 +33,7 @@ class DeviceHealthMonitor final : public kubelet::HealthSource {
   boost::asio::awaitable<kubelet::HealthSnapshot> watch(uint64_t after) override;
 
   std::vector<DeviceTaint> taints(const std::string& device) const { return health_.taints(device); }
-  std::string status_text(const std::string& device) const { return health_.status_text(device); }
+  void fill(systemd_bus::DeviceStatus& row) const { health_.fill(row); }
 
  private:
   void changed();

@@ -15,6 +15,7 @@
 #include "agent/base/device.hpp"
 #include "agent/base/result.hpp"
 #include "agent/runtime/component.hpp"
+#include "agent/systemd_bus/status_snapshot.hpp"
 
 namespace nvdra::k8s {
 class ApiServer;
@@ -41,6 +42,8 @@ class DriverBackend {
   // Follows device health while the driver serves (only called when health() is not null); ends
   // only by cancellation. A change shows in health()'s generation and in resources()' taints.
   virtual boost::asio::awaitable<void> run_health() { co_return; }
+  // Sets the health columns of the status rows (default: left "unknown", nothing measures it).
+  virtual void fill_health(std::vector<systemd_bus::DeviceStatus>& rows) const { (void)rows; }
   // What this node publishes for the driver; called after start().
   virtual boost::asio::awaitable<Result<DriverResources>> resources() = 0;
   // The claims as the checkpoint holds them now (for status), or null before start().

@@ -160,7 +160,7 @@ boost::asio::awaitable<void> DriverComponent::publish(std::shared_ptr<k8s::ApiSe
   auto log = nvdra::logger(name());
   auto resources = co_await backend_->resources();
   if (!resources) throw std::runtime_error("driver " + name() + ": discovery: " + resources.error().describe());
-  ctx_.status.set_devices(name(), device_rows(name(), resources->devices, backend_->health()));
+  ctx_.status.set_devices(name(), health_rows(resources->devices));
   if (!api) {
     ctx_.readiness.satisfy(published_condition(kind_));
     if (backend_->health()) {
@@ -194,6 +194,12 @@ boost::asio::awaitable<void> DriverComponent::publish(std::shared_ptr<k8s::ApiSe
   co_await (publisher_->run() || backend_->run_health() || follow_health());
 }
 
+std::vector<systemd_bus::DeviceStatus> DriverComponent::health_rows(const std::vector<PublishedDevice>& devices) const {
+  auto rows = device_rows(name(), devices);
+  backend_->fill_health(rows);
+  return rows;
+}
+
 // Health changes republish the devices (their taints) and refresh the status rows.
 boost::asio::awaitable<void> DriverComponent::follow_health() {
   auto log = nvdra::logger(name());
@@ -206,7 +212,7 @@ boost::asio::awaitable<void> DriverComponent::follow_health() {
       log->warn("driver={} device health changed but discovery failed: {}", name(), resources.error().describe());
       continue;
     }
-    ctx_.status.set_devices(name(), device_rows(name(), resources->devices, health));
+    ctx_.status.set_devices(name(), health_rows(resources->devices));
     if (publisher_) publisher_->set_desired(std::move(*resources));
   }
 }

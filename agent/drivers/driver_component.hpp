@@ -55,6 +55,7 @@ class DriverComponent final : public Component {
   // Keeps this node's ResourceSlices right (api set), or waits for cancellation (no API server).
   boost::asio::awaitable<void> publish(std::shared_ptr<k8s::ApiServer> api);
   boost::asio::awaitable<void> follow_health();
+  std::vector<systemd_bus::DeviceStatus> health_rows(const std::vector<PublishedDevice>& devices) const;
   void report(std::string detail);  // this driver's row in AgentStatus
   void registration_changed();
 

@@ -311,6 +311,11 @@ kubelet::HealthSource* GpuBackend::health() { return parts_ ? parts_->health.get
 
 boost::asio::awaitable<void> GpuBackend::run_health() { co_await parts_->health->run(); }
 
+void GpuBackend::fill_health(std::vector<systemd_bus::DeviceStatus>& rows) const {
+  if (!parts_ || !parts_->health) return;
+  for (auto& r : rows) parts_->health->fill(r);
+}
+
 boost::asio::awaitable<Result<DriverResources>> GpuBackend::resources() { co_return current_resources(); }
 
 DriverResources GpuBackend::current_resources() const {

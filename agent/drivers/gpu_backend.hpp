@@ -21,6 +21,7 @@ class GpuBackend final : public DriverBackend {
   kubelet::ClaimHandler& claims() override;
   kubelet::HealthSource* health() override;
   boost::asio::awaitable<void> run_health() override;
+  void fill_health(std::vector<systemd_bus::DeviceStatus>& rows) const override;
   boost::asio::awaitable<Result<DriverResources>> resources() override;
   const claims::Checkpoint* checkpoint() const override;
   std::string notice() const override;

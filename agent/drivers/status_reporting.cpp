@@ -2,10 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
-#include <map>
-
 #include "agent/claims/checkpoint_model.hpp"
-#include "agent/kubelet/health_source.hpp"
 #include "agent/status/agent_status.hpp"
 
 namespace nvdra::drivers {
@@ -37,20 +34,11 @@ void collect_device_names(const boost::json::value& v, std::vector<std::string>&
 
 }  // namespace
 
-std::vector<sb::DeviceStatus> device_rows(const std::string& driver, const std::vector<PublishedDevice>& devices,
-                                          const kubelet::HealthSource* health) {
-  std::map<std::string, kubelet::Health> by_name;
-  if (health)
-    for (const auto& h : health->snapshot().devices) by_name[h.device_name] = h.health;
+std::vector<sb::DeviceStatus> device_rows(const std::string& driver, const std::vector<PublishedDevice>& devices) {
   std::vector<sb::DeviceStatus> rows;
-  for (const auto& d : devices) {
-    auto it = by_name.find(d.name);
-    const auto h = it == by_name.end() ? kubelet::Health::kUnknown : it->second;
+  for (const auto& d : devices)
     rows.push_back(sb::DeviceStatus{driver, d.name, string_attribute(d, "type"), string_attribute(d, "uuid"),
-                                    h == kubelet::Health::kHealthy     ? sb::kHealthHealthy
-                                    : h == kubelet::Health::kUnhealthy ? sb::kHealthUnhealthy
-                                                                       : sb::kHealthUnknown});
-  }
+                                    sb::kHealthUnknown});  // nothing measures device health yet
   return rows;
 }
 

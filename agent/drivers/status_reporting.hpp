@@ -16,13 +16,10 @@
 namespace nvdra::claims { struct Checkpoint; }
 namespace nvdra::status { class AgentStatus; }
 
-namespace nvdra::kubelet { class HealthSource; }
-
 namespace nvdra::drivers {
 
-// health: the driver's device health (null: "unknown" for every device; nothing measures it).
-std::vector<systemd_bus::DeviceStatus> device_rows(const std::string& driver, const std::vector<PublishedDevice>& devices,
-                                                   const kubelet::HealthSource* health = nullptr);
+std::vector<systemd_bus::DeviceStatus> device_rows(const std::string& driver,
+                                                   const std::vector<PublishedDevice>& devices);
 std::vector<systemd_bus::ClaimStatus> claim_rows(const std::string& driver, const claims::Checkpoint& checkpoint);
 
 class StatusReportingHandler final : public kubelet::ClaimHandler {

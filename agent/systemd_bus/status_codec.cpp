@@ -29,7 +29,7 @@ int append_driver(sd_bus_message* m, const DriverStatus& d) {
 
 int append_device(sd_bus_message* m, const DeviceStatus& d) {
   return sd_bus_message_append(m, kDeviceSignature, d.driver.c_str(), d.name.c_str(), d.type.c_str(), d.uuid.c_str(),
-                               d.health.c_str());
+                               d.health.c_str(), d.last_xid.c_str(), d.last_xid_time.c_str());
 }
 
 int append_error(sd_bus_message* m, const ErrorRecord& e) {
@@ -131,13 +131,13 @@ const std::vector<PropertyCodec>& codecs() {
                    });
                  },
                  [](const StatusSnapshot& a, const StatusSnapshot& b) { return a.drivers == b.drivers; }});
-    c.push_back({{"Devices", "a(sssss)"},
+    c.push_back({{"Devices", "a(sssssss)"},
                  [](sd_bus_message* m, const StatusSnapshot& s) {
                    return append_array(m, kDeviceSignature, s.devices, append_device);
                  },
                  [](Message& m, StatusSnapshot& s) {
                    return read_array(m, kDeviceSignature, s.devices, [](Message& in, DeviceStatus& d) {
-                     return read_fields(in, d.driver, d.name, d.type, d.uuid, d.health);
+                     return read_fields(in, d.driver, d.name, d.type, d.uuid, d.health, d.last_xid, d.last_xid_time);
                    });
                  },
                  [](const StatusSnapshot& a, const StatusSnapshot& b) { return a.devices == b.devices; }});

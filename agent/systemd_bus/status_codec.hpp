@@ -7,7 +7,7 @@
 //   properties (read-only; all but Version emit PropertiesChanged with their value):
 //     Version s, NodeName s, Ready b,
 //     Drivers a(ssbs)          name, registration, published, detail
-//     Devices a(sssss)         driver, name, type, uuid, health
+//     Devices a(sssssss)       driver, name, type, uuid, health, last XID, its time
 //     PreparedClaims a(sssssas)   uid, namespace, name, driver, state, devices
 //     ImexMode s, ImexUnit s, ImexActiveState s, ImexSubState s
 //     LastErrors a(tss)        when (µs since the epoch), component, message
@@ -31,7 +31,7 @@ inline constexpr const char* kStatusInterface = "io.nvdra.Agent1";
 inline constexpr const char* kStatusNotFoundError = "io.nvdra.Agent1.Error.NotFound";
 
 inline constexpr const char* kDriverSignature = "(ssbs)";
-inline constexpr const char* kDeviceSignature = "(sssss)";
+inline constexpr const char* kDeviceSignature = "(sssssss)";
 inline constexpr const char* kClaimSignature = "(sssssas)";
 inline constexpr const char* kErrorSignature = "(tss)";
 inline constexpr const char* kFabricPartitionSignature = "(tasas)";

@@ -22,7 +22,8 @@ boost::json::value to_json(const DriverStatus& d) {
 
 boost::json::value to_json(const DeviceStatus& d) {
   return boost::json::object{
-      {"driver", d.driver}, {"name", d.name}, {"type", d.type}, {"uuid", d.uuid}, {"health", d.health}};
+      {"driver", d.driver}, {"name", d.name}, {"type", d.type}, {"uuid", d.uuid}, {"health", d.health},
+      {"lastXid", d.last_xid}, {"lastXidTime", d.last_xid_time}};
 }
 
 boost::json::value to_json(const ClaimStatus& c) {

@@ -67,7 +67,7 @@ Status StatusService::on_connect(sd_bus* bus) {
       SD_BUS_PROPERTY("NodeName", "s", StatusCallbacks::get_property, 0, kProperty),
       SD_BUS_PROPERTY("Ready", "b", StatusCallbacks::get_property, 0, kProperty),
       SD_BUS_PROPERTY("Drivers", "a(ssbs)", StatusCallbacks::get_property, 0, kProperty),
-      SD_BUS_PROPERTY("Devices", "a(sssss)", StatusCallbacks::get_property, 0, kProperty),
+      SD_BUS_PROPERTY("Devices", "a(sssssss)", StatusCallbacks::get_property, 0, kProperty),
       SD_BUS_PROPERTY("PreparedClaims", "a(sssssas)", StatusCallbacks::get_property, 0, kProperty),
       SD_BUS_PROPERTY("ImexMode", "s", StatusCallbacks::get_property, 0, kProperty),
       SD_BUS_PROPERTY("ImexUnit", "s", StatusCallbacks::get_property, 0, kProperty),

@@ -26,10 +26,12 @@ struct DeviceStatus {
   std::string type;    // gpu | mig | vfio | channel | daemon
   std::string uuid;    // "" where the device has none (channels)
   std::string health;  // kHealth*
+  std::string last_xid;       // the last XID NVML reported for it (decimal), "" when none
+  std::string last_xid_time;  // when, RFC 3339 UTC, "" when none
   bool operator==(const DeviceStatus&) const = default;
 };
-// Lower case, as nvdractl shows them. "unknown" until something measures health (device health
-// monitoring, upstream's NVMLDeviceHealthCheck, is not implemented): never a made-up "healthy".
+// Lower case, as nvdractl shows them. "unknown" unless something measures health (NVMLDeviceHealthCheck):
+// never a made-up "healthy".
 inline constexpr const char* kHealthHealthy = "healthy";
 inline constexpr const char* kHealthUnhealthy = "unhealthy";
 inline constexpr const char* kHealthUnknown = "unknown";

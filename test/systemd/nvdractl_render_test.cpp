@@ -40,7 +40,8 @@ TEST(NvdractlRender, DevicesTableHasOneRowPerDeviceWithHealth) {
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[0].rfind("DRIVER", 0), 0u);
   const auto health_col = lines[0].find("HEALTH");
-  EXPECT_EQ(lines[2].substr(health_col), "unhealthy");
+  EXPECT_EQ(lines[2].substr(health_col, 9), "unhealthy");
+  EXPECT_NE(lines[0].find("LAST XID"), std::string::npos);
   EXPECT_NE(lines[3].find("channel-0"), std::string::npos);
   EXPECT_EQ(lines[3].substr(lines[0].find("UUID"), 2), "- ");  // a channel has no uuid: a dash
 }

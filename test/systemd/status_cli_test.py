@@ -83,7 +83,7 @@ class StatusServiceOverDbus(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         members = {line.split()[0]: line.split() for line in out.stdout.splitlines() if line.startswith(".")}
         for prop, sig in (("Version", "s"), ("NodeName", "s"), ("Ready", "b"), ("Drivers", "a(ssbs)"),
-                          ("Devices", "a(sssss)"), ("PreparedClaims", "a(sssssas)"), ("ImexMode", "s"),
+                          ("Devices", "a(sssssss)"), ("PreparedClaims", "a(sssssas)"), ("ImexMode", "s"),
                           ("ImexUnit", "s"), ("ImexActiveState", "s"), ("ImexSubState", "s"),
                           ("FabricManager", "s"), ("FabricPartitions", "a(tasas)"), ("LastErrors", "a(tss)")):
             self.assertIn("." + prop, members, out.stdout)
