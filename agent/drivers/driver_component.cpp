@@ -184,7 +184,7 @@ boost::asio::awaitable<void> DriverComponent::publish(std::shared_ptr<k8s::ApiSe
   publisher_->set_desired(std::move(*resources));
   backend_->on_resources_changed([this](DriverResources changed) {
     if (!publisher_) return;
-    ctx_.status.set_devices(name(), device_rows(name(), changed.devices, backend_->health()));
+    ctx_.status.set_devices(name(), health_rows(changed.devices));
     publisher_->set_desired(std::move(changed));
   });
   if (!backend_->health()) {
