@@ -260,9 +260,19 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
     }
     // Upstream replaces the spec-level edits of a claim with a VFIO device by the VFIO ones.
     const auto vfio_group = std::find_if(groups->begin(), groups->end(), [](const auto& g) { return g.vfio.has_value(); });
-    auto spec = cdi::build_claim_spec(cdi::kGpuVendor, claim.uid, edits,
-                                      vfio_group != groups->end() ? vfio_->claim_edits(*vfio_group->vfio)
-                                                                  : options_.common_edits);
+    auto claim_edits = vfio_group != groups->end() ? vfio_->claim_edits(*vfio_group->vfio) : options_.common_edits;
+    if (vfio_group != groups->end()) {  // DeviceMetadata (KEP-5304): the VFIO devices' metadata files
+      std::vector<MetadataDevice> devices;
+      for (const auto& g : *groups)
+        for (std::size_t k = 0; k < g.devices.size(); ++k)
+          if (g.devices[k]->type == DeviceType::kVfio)
+            devices.push_back({allocation->results[g.results[k]].request, g.devices[k]->name,
+                               std::string(kGpuDriverName), options_.node_name, {}});
+      auto mounts = vfio_->write_metadata(claim, std::move(devices));
+      if (!mounts) return mounts.error();
+      claim_edits.mounts.insert(claim_edits.mounts.end(), mounts->begin(), mounts->end());
+    }
+    auto spec = cdi::build_claim_spec(cdi::kGpuVendor, claim.uid, edits, claim_edits);
     if (!spec) return spec.error();
     if (auto st = specs_.write(*spec); !st) return st;
     crash_point(area, "prepare.after-cdi-write");
@@ -278,7 +288,8 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
         for (const auto* live : {&created, &shared})
           if (auto made = live->find(d->name); made != live->end())
             entry.uuid = made->second.uuid, entry.gi_id = made->second.gi_id, entry.ci_id = made->second.ci_id;
-        if (d->type == DeviceType::kVfio) entry.pci_bus_id = d->pci_bus_id;
+        if (d->type == DeviceType::kVfio)  // Metadata: DeviceMetadata only
+          entry.pci_bus_id = d->pci_bus_id, entry.metadata = vfio_->checkpoint_metadata(d->name);
         prepared[g].devices.push_back(std::move(entry));
       }
     return {};
@@ -419,6 +430,8 @@ boost::asio::awaitable<Status> GpuClaimHandler::undo_claim(kubelet::ClaimRef cla
         crash_point(area, "unprepare.after-timeslice-reset");
       }
     }
+    if (kind.vfio && vfio_)
+      if (auto s = vfio_->remove_metadata(claim); !s) return s;
     return specs_.remove_claim(cdi::kGpuVendor, claim.uid);
   });
   if (!st) co_return for_claim(st.error(), claim);

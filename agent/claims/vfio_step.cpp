@@ -9,6 +9,7 @@
 
 #include "agent/base/crash_point.hpp"
 #include "agent/base/log.hpp"
+#include "agent/claims/device_metadata.hpp"
 #include "agent/claims/prepared_claim.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "nvml/pci_gpus.hpp"
@@ -224,6 +225,37 @@ Result<cdi::ContainerEdits> VfioStep::device_edits(const InventoryDevice& d, con
   }
   e.device_nodes.push_back(std::move(node));
   return e;
+}
+
+boost::json::object VfioStep::checkpoint_metadata(const std::string& device) const {
+  if (!metadata_enabled() || !options_.published) return {};
+  auto d = options_.published(device);
+  return d ? device_metadata(*d) : boost::json::object{};
+}
+
+namespace {
+// The pod-claim-name annotation is not carried to the claims pipeline: claims made from a template
+// get the resourceclaims/<claim> path too (a difference the README lists).
+MetadataClaim metadata_claim(const kubelet::ClaimRef& claim) {
+  return MetadataClaim{claim.namespace_name, claim.name, claim.uid, 1, std::nullopt};
+}
+}  // namespace
+
+Result<std::vector<cdi::Mount>> VfioStep::write_metadata(const kubelet::ClaimRef& ref,
+                                                         std::vector<MetadataDevice> devices) const {
+  const auto claim = metadata_claim(ref);
+  if (!metadata_enabled() || devices.empty()) return std::vector<cdi::Mount>{};
+  for (auto& d : devices)
+    if (options_.published)
+      if (auto p = options_.published(d.name)) d.attributes = p->attributes;
+  auto mounts = write_metadata_files(options_.metadata_root, std::string(kGpuDriverName), claim, devices);
+  if (mounts) crash_point("vfio.prepare.after-metadata-write");
+  return mounts;
+}
+
+Status VfioStep::remove_metadata(const kubelet::ClaimRef& claim) const {
+  if (!metadata_enabled()) return {};
+  return remove_metadata_files(options_.metadata_root, metadata_claim(claim));
 }
 
 }  // namespace nvdra::claims

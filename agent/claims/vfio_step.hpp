@@ -21,8 +21,10 @@
 #include "agent/base/result.hpp"
 #include "agent/claims/checkpoint_model.hpp"
 #include "agent/claims/gpu_inventory.hpp"
+#include "agent/claims/metadata_files.hpp"
 #include "agent/claims/opaque_config.hpp"
 #include "agent/claims/pci_binder.hpp"
+#include "agent/kubelet/claim_handler.hpp"
 #include "cdi/spec_model.hpp"
 
 namespace nvdra::runtime {
@@ -45,6 +47,10 @@ struct VfioStepOptions {
   std::function<Result<std::optional<nvml::DeviceModel>>(const std::string& address)> rediscover;
   // On the caller's thread: NVML sees the GPU again; `model` is the rediscovered node.
   std::function<void(const nvml::DeviceModel& model)> on_gpu_back;
+  // DeviceMetadata (KEP-5304): where the claims' metadata files go (<plugins dir>/gpu.nvidia.com/
+  // dra-device-metadata; empty: gate off, nothing written) and the published form of a VFIO device.
+  std::string metadata_root;
+  std::function<std::optional<PublishedDevice>(const std::string& name)> published;
 };
 
 // The two faces of one GPU (gpu-<minor>, gpu-vfio-<index>) are never prepared at once: a result
@@ -69,6 +75,15 @@ class VfioStep {
   cdi::ContainerEdits claim_edits(const VfioDeviceConfig& config) const;
   Result<cdi::ContainerEdits> device_edits(const InventoryDevice& device, const VfioDeviceConfig& config,
                                            const std::string& cdev) const;
+
+  // DeviceMetadata: on with a metadata root. The checkpoint's Metadata of a VFIO device (empty
+  // when off or unpublished); the claim's metadata files (blocking; their mounts join the
+  // spec-level edits) and their removal at unprepare/rollback (missing is fine).
+  bool metadata_enabled() const { return !options_.metadata_root.empty(); }
+  boost::json::object checkpoint_metadata(const std::string& device) const;
+  Result<std::vector<cdi::Mount>> write_metadata(const kubelet::ClaimRef& claim,
+                                                 std::vector<MetadataDevice> devices) const;
+  Status remove_metadata(const kubelet::ClaimRef& claim) const;
 
  private:
   boost::asio::awaitable<Status> rebind(const std::string& address, const std::string& from, const std::string& to,

@@ -5,9 +5,6 @@ namespace nvdra::config {
 const std::vector<GateLimit>& gate_limits() {
   using namespace gate;
   static const std::vector<GateLimit> kLimits = {
-      {kDeviceMetadata, false,
-       "nvdra attaches no KEP-5304 device metadata to its VFIO devices yet; leave it off",
-       false},
       {kIMEXDaemonsWithDNSNames, true,
        "it only shapes the per-ComputeDomain IMEX daemons of driver-managed mode, which nvdra does not run; leave it "
        "at its default (HostManagedIMEX turns it off by itself)",

@@ -171,6 +171,15 @@ Status open_passthrough(GpuBackend::Parts& p, const config::Options& o) {
 void GpuBackend::wire_passthrough(Parts& p, claims::GpuClaimHandlerOptions& ho, const config::Options& o) {
   ho.pci = p.binder.get();
   ho.vfio.iommufd = p.iommufd;
+  if (o.gates.enabled(config::gate::kDeviceMetadata)) {  // upstream: VFIO devices only
+    ho.vfio.metadata_root = (fs::path(o.kubelet_plugins_dir) / config::kGpuDriverName / "dra-device-metadata").string();
+    ho.vfio.published = [&p](const std::string& name) -> std::optional<PublishedDevice> {
+      for (std::size_t i = 0; i < p.pci.size(); ++i)
+        if (nvml::vfio_device_name(static_cast<unsigned>(i)) == name)
+          return nvml::published_vfio(p.pci[i], static_cast<unsigned>(i), p.iommufd);
+      return std::nullopt;
+    };
+  }
   ho.vfio.nvidia_enabled = p.gpus->library != nullptr;
   ho.on_devices_changed = [this] {
     if (parts_ && resources_changed_) resources_changed_(current_resources());

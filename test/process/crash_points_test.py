@@ -173,7 +173,7 @@ SCENARIOS = {
                             extra_clean=(mps_daemons_quit,)),
     "mps-systemd": Scenario("dgx-a100", shared_claim(MPS), gates="MPSSupport=true", bus=True,
                             args=("--mps-manager=systemd",), extra_clean=(no_mps_units,)),
-    "vfio": Scenario("passthrough", vfio_claim, gates="PassthroughSupport=true", extra_clean=(gpu_back_on_nvidia,)),
+    "vfio": Scenario("passthrough", vfio_claim, gates="PassthroughSupport=true,DeviceMetadata=true", extra_clean=(gpu_back_on_nvidia,)),
     "imex": Scenario("gb200-nvl", channel_claim, gates="HostManagedIMEX=true", driver=CD, bus=True,
                      args=("--controller=false", "--imex-check", "warn"), setup=add_compute_domain),
     "fm": Scenario(fabric_manager_test.PROFILE, fabric_claim, gates="FabricManagerPartitioning=true",
@@ -227,6 +227,7 @@ def node_state(node):
         "plugin files": {d: [f for f in listing(os.path.join(node.dirs.plugins, d)) if f.startswith(".")]
                          for d in (GPU, CD)},
         "mps dirs": listing(os.path.join(node.dirs.plugins, GPU, "mps")),
+        "metadata dirs": listing(os.path.join(node.dirs.plugins, GPU, "dra-device-metadata")),
         "mig": mock_gpus(node),
     }
 

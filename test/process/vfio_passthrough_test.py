@@ -1,6 +1,7 @@
 """PassthroughSupport end to end on the simulated passthrough host: 8 H100s in the fake sysfs PCI tree
 (test/lib/fake_pci.py: its kernel stand-in moves drivers when the agent writes unbind, driver_override
 and drivers_probe), the mock NVML hiding a GPU while it is off nvidia, the kubelet double calling in."""
+import json
 import os
 import subprocess
 import unittest
@@ -21,7 +22,9 @@ def claim_file(claim):
 class Passthrough(unittest.TestCase):
     def setUp(self):
         # Both drivers: READY=1 waits for both to be registered with the kubelet double.
-        self.node = SimulatedNode(profile="passthrough", gates=GATES)
+        with_metadata = ("device_metadata_goes", "every_vfio_crash_point")
+        metadata = ",DeviceMetadata=true" if any(t in self._testMethodName for t in with_metadata) else ""
+        self.node = SimulatedNode(profile="passthrough", gates=GATES + metadata)
         self.addCleanup(self.node.cleanup)
         self.pci = self.node.pci
         self.bdf = {m: self.pci.gpu_address(m) for m in range(8)}
@@ -82,6 +85,44 @@ class Passthrough(unittest.TestCase):
         self.wait_published(lambda n: "gpu-0" in n)
         self.assertEqual(self.node.cdi_files(), [])
         self.assertEqual(self.node.checkpoint(), {})
+
+    def metadata_dir(self):
+        return os.path.join(self.node.dirs.plugins, GPU, "dra-device-metadata")
+
+    def test_device_metadata_goes_to_the_checkpoint_and_a_mounted_file_until_unprepare(self):
+        published = self.start()["gpu-vfio-0"]["attributes"]
+        claim = self.node.allocate("vm-a", [("vm", "gpu-vfio-0")], configs=[(["vm"], VFIO_CONFIG)])
+        self.prepare_ok(claim)
+        device = self.node.checkpoint()[claim.uid]["preparedDevices"][0]["devices"][0]
+        # Upstream's encoding: capitalised keys, a copy of the published attributes, NetworkData null.
+        self.assertEqual(device["Metadata"], {"Attributes": published, "NetworkData": None})
+        host = os.path.join(self.metadata_dir(), "default_vm-a", "vm", "metadata.json")
+        with open(host) as f:
+            doc = json.load(f)
+        self.assertEqual(doc, {"kind": "DeviceMetadata", "apiVersion": "metadata.resource.k8s.io/v1alpha1",
+                               "metadata": {"name": "vm-a", "namespace": "default", "uid": claim.uid,
+                                            "generation": 1},
+                               "requests": [{"name": "vm", "devices": [{
+                                   "name": "gpu-vfio-0", "driver": GPU, "pool": "gpu-node-1",
+                                   "attributes": published}]}]})
+        spec = self.node.cdi_spec(claim_file(claim))
+        self.assertEqual(spec["containerEdits"]["mounts"], [{
+            "hostPath": host,
+            "containerPath": "/var/run/kubernetes.io/dra-device-attributes/resourceclaims/vm-a/vm/"
+                             "gpu.nvidia.com-metadata.json",
+            "options": ["ro", "bind"]}])
+        self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
+        self.assertFalse(os.path.exists(os.path.dirname(os.path.dirname(host))))
+        self.assertEqual(self.node.cdi_files(), [])
+
+    def test_without_device_metadata_nothing_is_written(self):
+        self.start()
+        claim = self.node.allocate("vm-a", [("vm", "gpu-vfio-0")], configs=[(["vm"], VFIO_CONFIG)])
+        self.prepare_ok(claim)
+        self.assertNotIn("Metadata", self.node.checkpoint()[claim.uid]["preparedDevices"][0]["devices"][0])
+        self.assertNotIn("mounts", self.node.cdi_spec(claim_file(claim))["containerEdits"])
+        self.assertFalse(os.path.exists(self.metadata_dir()))
+        self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
 
     def test_a_prepared_full_gpu_withdraws_its_vfio_twin_and_refuses_it(self):
         self.start()
@@ -207,6 +248,7 @@ class Passthrough(unittest.TestCase):
                 self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
                 self.assertEqual(self.pci.driver(self.bdf[0]), "nvidia")
                 self.assertEqual(self.node.checkpoint(), {})
+                self.assertEqual(os.listdir(self.metadata_dir()) if os.path.isdir(self.metadata_dir()) else [], [])
                 self.wait_published(lambda n: {"gpu-0", "gpu-vfio-0"} <= n)
                 self.node.stop()
 
