@@ -93,7 +93,7 @@ class Passthrough(unittest.TestCase):
         published = self.start()["gpu-vfio-0"]["attributes"]
         claim = self.node.allocate("vm-a", [("vm", "gpu-vfio-0")], configs=[(["vm"], VFIO_CONFIG)])
         self.prepare_ok(claim)
-        device = self.node.checkpoint()[claim.uid]["preparedDevices"][0]["devices"][0]
+        device = self.node.checkpoint()[claim.uid]["preparedDevices"][0]["devices"][0]["vfio"]["device"]
         # Upstream's encoding: capitalised keys, a copy of the published attributes, NetworkData null.
         self.assertEqual(device["Metadata"], {"Attributes": published, "NetworkData": None})
         host = os.path.join(self.metadata_dir(), "default_vm-a", "vm", "metadata.json")
@@ -119,7 +119,8 @@ class Passthrough(unittest.TestCase):
         self.start()
         claim = self.node.allocate("vm-a", [("vm", "gpu-vfio-0")], configs=[(["vm"], VFIO_CONFIG)])
         self.prepare_ok(claim)
-        self.assertNotIn("Metadata", self.node.checkpoint()[claim.uid]["preparedDevices"][0]["devices"][0])
+        device = self.node.checkpoint()[claim.uid]["preparedDevices"][0]["devices"][0]["vfio"]["device"]
+        self.assertNotIn("Metadata", device)
         self.assertNotIn("mounts", self.node.cdi_spec(claim_file(claim))["containerEdits"])
         self.assertFalse(os.path.exists(self.metadata_dir()))
         self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
