@@ -38,7 +38,7 @@ TEST(Refusals, EveryLimitedGateIsRefusedAtItsOtherValueNamingItAndAcceptedAtItsO
 
 TEST(Refusals, AllAlphaAndAllBetaNeverSwitchARefusedGateSilently) {
   EXPECT_EQ(refusal({"--feature-gates", "AllAlpha=true"}).rfind(
-                "--feature-gates: feature gate PassthroughSupport=true (from AllAlpha=true) is refused: ", 0),
+                "--feature-gates: feature gate LoggingAlphaOptions=true (from AllAlpha=true) is refused: ", 0),
             0u);
   EXPECT_EQ(refusal({"--feature-gates", "AllBeta=false"}).rfind(
                 "--feature-gates: feature gate IMEXDaemonsWithDNSNames=false (from AllBeta=false) is refused: ", 0),
