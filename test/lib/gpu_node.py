@@ -155,7 +155,9 @@ class SimulatedNode:
         try:
             self.plugins = self.kubelet.wait_for_plugins(self.drivers, timeout=timeout, notify=register)
             if wait_ready and register:
-                self.notify.wait_for("READY=1", timeout=timeout)
+                # The agent runs every driver, not only self.drivers: like kubelet, keep registering the
+                # sockets that appear after those (READY=1 waits for all of them).
+                self.kubelet.watch_until(lambda: self.notify.seen("READY=1"), timeout, what="READY=1")
         except Exception:
             raise AssertionError(f"agent did not get ready; log:\n{self.agent_log()}")
         self.ready_ms = (time.monotonic() - self.started_at) * 1000

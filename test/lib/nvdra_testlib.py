@@ -59,6 +59,12 @@ class NotifySocket:
         self.sock.bind(self.path)
         self.messages = []
 
+    def seen(self, needle):
+        """Whether a datagram received so far (pending ones read now, without waiting) contains `needle`."""
+        while select.select([self.sock], [], [], 0)[0]:
+            self.messages.append(self.sock.recv(4096).decode())
+        return any(needle in m for m in self.messages)
+
     def wait_for(self, needle, timeout=20.0):
         """Reads datagrams until one contains `needle`; returns it or raises TimeoutError."""
         deadline = time.monotonic() + timeout

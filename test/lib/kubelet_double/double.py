@@ -198,30 +198,39 @@ class KubeletDouble:
         plugin.health_version = next((h for h in KNOWN_HEALTH if h in plugin.supported_versions), "")
         return None
 
+    def register_new(self, notify=True):
+        """One pass of kubelet's plugin watcher: registers every socket not registered yet."""
+        for path in find_sockets(self.registrar_dir):
+            if path in self.plugins:
+                continue
+            try:
+                self.register(path, notify=notify)
+            except grpc.RpcError:
+                continue  # not listening yet, or going away: kubelet retries too
+
+    def watch_until(self, done, timeout=20.0, notify=True, what="condition"):
+        """Registers sockets as they appear, as kubelet's watcher does for as long as it runs, until
+        done() is true; raises TimeoutError naming `what`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.register_new(notify=notify)
+            if done():
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what} not within {timeout}s; sockets seen: {find_sockets(self.registrar_dir)}")
+            time.sleep(0.02)  # the watcher's poll interval (kubelet uses inotify)
+
     def wait_for_plugins(self, names, timeout=20.0, notify=True):
         """Registers sockets as they appear until a plugin of every name in `names` is registered.
         Returns {name: Plugin}; raises TimeoutError naming what is missing."""
-        deadline = time.monotonic() + timeout
         wanted = set(names)
-        got = {}
-        while True:
-            for path in find_sockets(self.registrar_dir):
-                if path in self.plugins:
-                    if self.plugins[path].name in wanted:
-                        got[self.plugins[path].name] = self.plugins[path]
-                    continue
-                try:
-                    plugin = self.register(path, notify=notify)
-                except grpc.RpcError:
-                    continue  # not listening yet, or going away: kubelet retries too
-                if plugin.name in wanted:
-                    got[plugin.name] = plugin
-            if wanted <= set(got):
-                return got
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"plugins not registered within {timeout}s: {sorted(wanted - set(got))}; "
-                                   f"sockets seen: {find_sockets(self.registrar_dir)}")
-            time.sleep(0.02)  # the watcher's poll interval (kubelet uses inotify)
+
+        def got():
+            return {p.name: p for p in self.plugins.values() if p.name in wanted}
+
+        self.watch_until(lambda: wanted <= set(got()), timeout, notify,
+                         what=f"plugins {sorted(wanted)} registered")
+        return got()
 
     def close(self):
         for plugin in self.plugins.values():
