@@ -1,0 +1,148 @@
+// GpuClaimHandler's unprepare half: undoing a claim's side effects (also the rollback of a failed
+// prepare), removing its CDI spec and its checkpoint entry. Prepare is in gpu_claim_handler.cpp.
+#include <algorithm>
+#include <set>
+
+#include "agent/base/crash_point.hpp"
+#include "agent/base/log.hpp"
+#include "agent/claims/gpu_claim_handler.hpp"
+#include "agent/claims/gpu_claim_support.hpp"
+#include "agent/runtime/worker_pool.hpp"
+#include "cdi/naming.hpp"
+
+namespace nvdra::claims {
+
+using namespace handler_detail;
+
+boost::asio::awaitable<Status> GpuClaimHandler::unprepare(kubelet::ClaimRef claim) {
+  const auto& claims = committer_.current().claims;
+  auto it = claims.find(claim.uid);
+  if (it == claims.end()) {
+    // Unknown to the checkpoint; a spec file left by a crash before the entry was written (or by
+    // an upstream plugin) still goes, so unprepare leaves nothing of the claim behind.
+    Status st = co_await pool_.run([&] { return specs_.remove_claim(cdi::kGpuVendor, claim.uid); });
+    if (!st) co_return for_claim(st.error(), claim);
+    co_return Status{};
+  }
+  auto undo = undo_groups(claim.uid, it->second);
+  if (!undo) co_return undo.error();
+  co_return co_await undo_claim(std::move(claim), std::move(*undo));
+}
+
+Result<std::vector<GpuClaimHandler::UndoGroup>> GpuClaimHandler::undo_groups(const std::string& uid,
+                                                                             const CheckpointedClaim& entry) const {
+  kubelet::ClaimRef claim{entry.ns, entry.name, uid};
+  std::vector<UndoGroup> out;
+  if (entry.state == ClaimState::kPrepareCompleted) {
+    auto groups = decode_prepared_groups(entry.prepared_devices, claim.describe());
+    if (!groups) return groups.error();
+    for (const auto& g : *groups) {
+      UndoGroup u;
+      for (const auto& d : g.devices) {
+        u.uuids.push_back(d.uuid);
+        if (d.type == DeviceType::kGpu) u.gpu_uuids.push_back(d.uuid);
+        const auto* inv = inventory_.find(d.device);
+        // A share's MIG device goes with its last share (upstream skips the deletion while another
+        // completed claim uses the device).
+        if (d.type == DeviceType::kMig && inv && inv->dynamic && !mig_used_elsewhere(d.device, uid))
+          u.migs.push_back(MigUndo{inv, std::pair{d.gi_id, d.ci_id}});
+        if (d.type == DeviceType::kVfio && inv) u.vfio.push_back(inv);
+      }
+      u.time_sliced = g.time_slice_applied;
+      u.mps_daemon_id = g.mps_daemon_id;
+      out.push_back(std::move(u));
+    }
+    return out;
+  }
+  // PrepareStarted: redo the plan from the recorded status; undoing a step that never ran is a no-op.
+  auto allocation = decode_claim_status(entry.status, uid);
+  if (!allocation) return allocation.error();
+  auto groups = plan_claim(*allocation, claim);
+  if (!groups) return out;  // the plan failed before any side effect could have happened
+  for (const auto& g : *groups) out.push_back(undo_of(g, uid, {}));
+  return out;
+}
+
+GpuClaimHandler::UndoGroup GpuClaimHandler::undo_of(const PlannedGroup& g, const std::string& uid,
+                                                    const std::map<std::string, nvml::MigDeviceInfo>& created) const {
+  UndoGroup u{g.gpu_uuids, g.uuids, g.plan.kind == SharingKind::kTimeSlicing,
+              g.plan.kind == SharingKind::kMps ? mps_daemon_id(uid, g.uuids) : "", g.plan.mps, {}, {}};
+  for (const auto* d : g.devices) {
+    if (d->type == DeviceType::kVfio) u.vfio.push_back(d);
+    if (!d->dynamic) continue;
+    if (auto it = created.find(d->name); it != created.end())
+      u.migs.push_back(MigUndo{d, std::pair{it->second.gi_id, it->second.ci_id}});
+    else if (!mig_used_elsewhere(d->name, uid))  // upstream: unless a completed claim uses it
+      u.migs.push_back(MigUndo{d, std::nullopt});
+  }
+  return u;
+}
+
+std::vector<std::string> GpuClaimHandler::time_sliced_elsewhere(const std::string& uid) const {
+  std::vector<std::string> out;
+  for (const auto& [other, entry] : committer_.current().claims) {
+    if (other == uid || entry.state != ClaimState::kPrepareCompleted) continue;
+    auto groups = decode_prepared_groups(entry.prepared_devices, other);
+    if (!groups) continue;
+    for (const auto& g : *groups)
+      if (g.time_slice_applied)
+        for (const auto& d : g.devices)
+          if (d.type == DeviceType::kGpu) out.push_back(d.uuid);
+  }
+  return out;
+}
+
+boost::asio::awaitable<Status> GpuClaimHandler::undo_claim(kubelet::ClaimRef claim, std::vector<UndoGroup> groups) {
+  ClaimKind kind;
+  for (const auto& g : groups) {
+    kind.dynamic_mig |= !g.migs.empty();
+    kind.mps |= !g.mps_daemon_id.empty();
+    kind.time_sliced |= g.time_sliced && !g.gpu_uuids.empty();
+    kind.mig |= g.uuids.size() > g.gpu_uuids.size();
+    kind.vfio |= !g.vfio.empty();
+  }
+  const std::string_view area = kind.area(mps_);
+  // MIG devices first (upstream order); a busy one fails the unprepare, the entry stays and kubelet retries.
+  if (auto st = co_await destroy_migs(claim, groups); !st) co_return for_claim(st.error(), claim);
+  if (kind.dynamic_mig) crash_point(area, "unprepare.after-mig-destroy");
+  // VFIO devices back to nvidia; one that will not go keeps the entry and kubelet retries.
+  for (const auto& g : groups)
+    for (const auto* d : g.vfio)
+      if (vfio_)
+        if (auto st = co_await vfio_->give_back(*d); !st) co_return for_claim(st.error(), claim);
+  // The default time slice comes back only when no other prepared claim still time-slices the GPU.
+  std::vector<std::string> keep = time_sliced_elsewhere(claim.uid);
+  Status st = co_await pool_.run([&]() -> Status {
+    for (const auto& g : groups) {
+      if (!g.mps_daemon_id.empty()) {
+        if (auto s = mps_.stop(mps_daemon(g.mps_daemon_id, g.uuids, g.mps)); !s) return s;
+        crash_point(area, "unprepare.after-daemon-stop");
+        if (!g.gpu_uuids.empty())
+          if (auto s = smi_.set_compute_mode(g.gpu_uuids, "DEFAULT"); !s) return s;
+        crash_point(area, "unprepare.after-compute-mode");
+      }
+      if (g.time_sliced) {
+        std::vector<std::string> reset;
+        for (const auto& u : g.gpu_uuids)
+          if (std::find(keep.begin(), keep.end(), u) == keep.end()) reset.push_back(u);
+        if (!reset.empty())
+          if (auto s = smi_.set_time_slice(reset, kDefaultTimeSlice); !s) return s;
+        crash_point(area, "unprepare.after-timeslice-reset");
+      }
+    }
+    if (kind.vfio && vfio_)
+      if (auto s = vfio_->remove_metadata(claim); !s) return s;
+    return specs_.remove_claim(cdi::kGpuVendor, claim.uid);
+  });
+  if (!st) co_return for_claim(st.error(), claim);
+  crash_point(area, "unprepare.after-cdi-remove");
+  if (options_.fabric)  // upstream: FM deactivate after sharing is undone, before the entry goes
+    if (auto f = co_await options_.fabric->release(claim); !f) co_return for_claim(f.error(), claim);
+  if (auto c = co_await committer_.commit({ClaimUpdate{claim.uid, std::nullopt}}); !c)
+    co_return for_claim(c.error(), claim);
+  crash_point(area, "unprepare.after-erase");  // durable, kubelet not yet answered
+  if (options_.on_devices_changed) options_.on_devices_changed();
+  co_return Status{};
+}
+
+}  // namespace nvdra::claims
