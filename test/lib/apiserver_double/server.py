@@ -13,8 +13,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from .custom_resources import CUSTOM_RESOURCES, CrdValidator
+from .event_validation import check_event
 from .store import Store
-from .validation import (SchemaValidator, check_event, check_metadata_name, check_resource_slice, default_gates,
+from .validation import (SchemaValidator, check_metadata_name, check_resource_slice, default_gates,
                          document_path, drop_disabled_fields)
 
 # plural -> (group/version, kind, namespaced)
