@@ -13,7 +13,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 import unittest
@@ -23,14 +22,14 @@ import grpc
 import yaml
 
 from gpu_node import CD, GPU, SimulatedNode, gpu_config
-from nvdra_testlib import BINARY_DIR, SOURCE_DIR
+from nvdra_testlib import SOURCE_DIR
+import compute_domain_test  # fake_systemd1's client and the node on a private bus
 import fabric_manager_test  # the FabricManager node and its mock FM state
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "test", "systemd"))
-from private_dbus import SYSTEMD_AND_AGENT as POLICY, PrivateDbus, read_line  # noqa: E402
+from private_dbus import SYSTEMD_AND_AGENT as POLICY, PrivateDbus  # noqa: E402
 
 CATALOGUE = os.path.join(SOURCE_DIR, "test", "process", "crash_points.txt")
-FAKE_SYSTEMD = os.path.join(BINARY_DIR, "test", "imex", "fake_systemd1")
 CALL_TIMEOUT = 60
 MPS = {"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 25}}
 TIME_SLICING = {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Short"}}
@@ -52,36 +51,14 @@ def read_catalogue():
     return rows
 
 
-class FakeSystemd:
+class FakeSystemd(compute_domain_test.FakeSystemd):
     """test/imex/fake_systemd1 on a private bus: nvidia-imex.service and the MPS transient units."""
-
-    def __init__(self, address):
-        self.proc = subprocess.Popen([FAKE_SYSTEMD], env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=address),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        if read_line(self.proc.stdout, 20.0) != "ready":
-            raise RuntimeError("fake_systemd1 did not come up")
-
-    def command(self, text):
-        self.proc.stdin.write((text + "\n").encode())
-        self.proc.stdin.flush()
-        return read_line(self.proc.stdout, 20.0)
 
     def units(self):
         return json.loads(self.command("transient"))["units"]
 
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait(timeout=20)
-        self.proc.stdout.close()
 
-
-class BusNode(SimulatedNode):
-    def __init__(self, bus, **kw):
-        self.bus = bus
-        super().__init__(**kw)
-
-    def env(self, **extra):
-        return super().env(DBUS_SYSTEM_BUS_ADDRESS=self.bus.address, **extra)
+BusNode = compute_domain_test.ImexNode  # the agent's system bus is the private one
 
 
 # --- the scenarios ----------------------------------------------------------------------------
