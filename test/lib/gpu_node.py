@@ -23,7 +23,7 @@ import urllib.request
 from apiserver_double import start_in
 from fake_pci import TOPOLOGY, FakePciHost
 from kubelet_double import Claim, KubeletDouble
-from nvdra_testlib import MOCK_NVML, AgentDirs, NotifySocket, agent_binary, clean_env, make_fake_node
+from nvdra_testlib import MOCK_NVML, SANITIZER_RUNTIME, AgentDirs, NotifySocket, agent_binary, clean_env, make_fake_node
 
 MOCK = MOCK_NVML
 GPU = "gpu.nvidia.com"
@@ -302,7 +302,11 @@ class SimulatedNode:
                 "a=[int(x) if x.lstrip('-').isdigit() else x.encode() for x in sys.argv[3:]]\n"
                 "f.argtypes=[ctypes.c_ulonglong if isinstance(x,int) else ctypes.c_char_p for x in a]\n"
                 "sys.exit(f(*a))")
-        rc = subprocess.run([sys.executable, "-c", code, MOCK, name] + [str(a) for a in args], env=self.env(),
+        env = self.env()
+        if SANITIZER_RUNTIME:  # an ASan mock needs the runtime in the process; Python's own leaks are not ours
+            env.update(LD_PRELOAD=SANITIZER_RUNTIME,
+                       ASAN_OPTIONS=env.get("ASAN_OPTIONS", "") + ":detect_leaks=0:verify_asan_link_order=0")
+        rc = subprocess.run([sys.executable, "-c", code, MOCK, name] + [str(a) for a in args], env=env,
                             timeout=30).returncode
         if rc != 0:
             raise AssertionError(f"{name}{args}: nvmlReturn_t {rc}")
