@@ -53,10 +53,12 @@ void HealthEndpoint::set(const std::string& service, bool serving) {
 
 void HealthEndpoint::stop() {
   if (!server_) return;
-  // NOT_SERVING for everything first, so open Watch streams hear it before they are cut. Calls are
-  // answered on grpc++'s threads, so the immediate deadline only cuts what a client left open.
+  // NOT_SERVING for everything first, so open Watch streams hear it before they are cut. The write is
+  // asynchronous: a short grace lets it go out before the streams a client left open are cancelled (with
+  // an immediate deadline a slow run, e.g. under TSan, cut the stream first). Watches never end by
+  // themselves, so stop() takes the grace whenever one is open: well inside the agent's 1 s for SIGTERM.
   server_->GetHealthCheckService()->Shutdown();
-  server_->Shutdown(std::chrono::system_clock::now());
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   server_.reset();
 }
 
