@@ -1,16 +1,13 @@
 #pragma once
-// Where libnvfm.so.1 is looked for: an explicit path wins; else <driver root>/ and the root's
-// library directories (libnvfm.so.1, then libnvfm.so, the name upstream's plugin opens) (the layout nvml/library_locator.hpp searches for libnvidia-ml.so.1, which
-// the FM package shares); else the bare SONAME for the dynamic loader's search path.
+// Where libnvfm.so.1 is looked for: agent/base/library_search.hpp's search (the one NVML's uses), with
+// libnvfm.so.1 and then libnvfm.so, the name upstream's plugin opens.
 #include <string>
-#include <vector>
+
+#include "agent/base/library_search.hpp"
 
 namespace nvdra::fm {
 
-struct LibraryLocation {
-  std::string path;                   // what to dlopen
-  std::vector<std::string> searched;  // for the error message when nothing loads
-};
+using LibraryLocation = nvdra::LibraryLocation;
 
 LibraryLocation locate_fm_library(const std::string& explicit_path, const std::string& driver_root);
 

@@ -3,14 +3,12 @@
 // else <root>/libnvidia-ml.so.1 and the root's library directories (symlinks resolved, the
 // resolved file is what gets opened); else the bare SONAME for the dynamic loader's search path.
 #include <string>
-#include <vector>
+
+#include "agent/base/library_search.hpp"
 
 namespace nvdra::nvml {
 
-struct LibraryLocation {
-  std::string path;                   // what to dlopen
-  std::vector<std::string> searched;  // for the error message when nothing loads
-};
+using LibraryLocation = nvdra::LibraryLocation;
 
 LibraryLocation locate_nvml_library(const std::string& explicit_path, const std::string& driver_root);
 
