@@ -58,6 +58,14 @@ inline constexpr unsigned kNoInstance = 0xFFFFFFFF;
 inline constexpr uint64_t kEventXidCriticalError = 0x8;
 inline constexpr uint64_t kEventDoubleBitEcc = 0x2;
 inline constexpr uint64_t kEventSingleBitEcc = 0x1;
+// nvmlDeviceGpuRecoveryAction_t.
+inline constexpr unsigned kRecoveryNone = 0;
+inline constexpr unsigned kRecoveryGpuReset = 1;
+inline constexpr unsigned kRecoveryNodeReboot = 2;
+inline constexpr unsigned kRecoveryDrainP2p = 3;
+inline constexpr unsigned kRecoveryDrainAndReset = 4;
+// "none", "gpu-reset", "node-reboot", "drain-p2p", "drain-and-reset", "<n>" for others.
+std::string recovery_action_name(unsigned action);
 
 struct GpuEvent {
   std::string gpu_uuid;  // the parent GPU
@@ -113,6 +121,10 @@ class GpuLibrary {
   // Registers `event_types` (the supported subset, per GPU) on the given GPUs.
   virtual Result<std::unique_ptr<EventWatch>> watch_events(const std::vector<std::string>& gpu_uuids,
                                                            uint64_t event_types) = 0;
+
+  // What the driver says the GPU needs to recover (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, R550+):
+  // one of kRecovery*; nullopt where NVML cannot say (older driver, field not supported).
+  virtual Result<std::optional<unsigned>> recovery_action(const std::string& gpu_uuid) = 0;
 
   // "…/libnvidia-ml.so.1 (driver 570.148.08)" for logs.
   virtual std::string describe() const = 0;

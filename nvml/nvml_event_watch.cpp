@@ -1,4 +1,4 @@
-// NvmlGpuLibrary: the EventWatch over an nvmlEventSet_t.
+// NvmlGpuLibrary: device health — the EventWatch over an nvmlEventSet_t, and the recovery action.
 #include <algorithm>
 
 #include "nvml/nvml_gpu_library.hpp"
@@ -38,6 +38,33 @@ class NvmlEventWatch final : public EventWatch {
 };
 
 }  // namespace
+
+std::string recovery_action_name(unsigned action) {
+  switch (action) {
+    case kRecoveryNone: return "none";
+    case kRecoveryGpuReset: return "gpu-reset";
+    case kRecoveryNodeReboot: return "node-reboot";
+    case kRecoveryDrainP2p: return "drain-p2p";
+    case kRecoveryDrainAndReset: return "drain-and-reset";
+    default: return std::to_string(action);
+  }
+}
+
+Result<std::optional<unsigned>> NvmlGpuLibrary::recovery_action(const std::string& uuid) {
+  if (!s_.nvmlDeviceGetFieldValues) return std::optional<unsigned>{};
+  auto dev = handle(uuid);
+  if (!dev) return dev.error();
+  nvmlFieldValue_t v{};
+  v.fieldId = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
+  const nvmlReturn_t rc = s_.nvmlDeviceGetFieldValues(*dev, 1, &v);
+  if (rc == NVML_ERROR_NOT_SUPPORTED) return std::optional<unsigned>{};
+  if (rc != NVML_SUCCESS) return error("nvmlDeviceGetFieldValues", rc, uuid);
+  // The per-field status says whether this driver knows the field at all.
+  if (v.nvmlReturn == NVML_ERROR_NOT_SUPPORTED || v.nvmlReturn == NVML_ERROR_INVALID_ARGUMENT)
+    return std::optional<unsigned>{};
+  if (v.nvmlReturn != NVML_SUCCESS) return error("nvmlDeviceGetFieldValues", v.nvmlReturn, uuid + " recovery action");
+  return std::optional<unsigned>{v.value.uiVal};
+}
 
 Result<std::unique_ptr<EventWatch>> make_nvml_event_watch(NvmlGpuLibrary& lib, const std::vector<std::string>& uuids,
                                                           uint64_t event_types) {

@@ -27,3 +27,5 @@ static_assert(nvmlGpuInstanceProfileInfo_v3 == 0x03000098 && nvmlComputeInstance
 static_assert(nvmlComputeInstanceProfileInfo_v3 == 0x0300008C && nvmlGpuFabricInfo_v2 == 0x02000024);
 static_assert(nvmlGpuFabricInfo_v3 == 0x03000028 && nvmlDeviceAddressingMode_v1 == 0x01000008);
 static_assert(nvmlUUID_v1 == 0x01000034 && nvmlPciInfoExt_v1 == 0x01000040 && nvmlPlatformInfo_v2 == 0x0200002C);
+static_assert(sizeof(nvmlFieldValue_t) == 40 && offsetof(nvmlFieldValue_t, valueType) == 24 &&
+              offsetof(nvmlFieldValue_t, value) == 32);

@@ -28,7 +28,8 @@ namespace nvdra::nvml {
   X(nvmlDeviceGetComputeInstanceId) X(nvmlDeviceGetAddressingMode) X(nvmlDeviceGetGpuFabricInfo)           \
   X(nvmlDeviceGetGpuFabricInfoV) X(nvmlEventSetCreate) X(nvmlDeviceGetSupportedEventTypes)                  \
   X(nvmlDeviceRegisterEvents) X(nvmlEventSetWait_v2) X(nvmlEventSetFree) X(nvmlDeviceGetVirtualizationMode)  \
-  X(nvmlDeviceGetGpuInstances) X(nvmlGpuInstanceGetComputeInstances) X(nvmlDeviceGetModuleId)
+  X(nvmlDeviceGetGpuInstances) X(nvmlGpuInstanceGetComputeInstances) X(nvmlDeviceGetModuleId)  \
+  X(nvmlDeviceGetFieldValues)
 
 struct NvmlSymbols {
 #define NVDRA_NVML_DECLARE(name) decltype(&::name) name = nullptr;

@@ -8,6 +8,7 @@
 // Contract: implementations are thread-safe and cheap (a counter increment): they are called on
 // the io_context thread and on WorkerPool threads (checkpoint fsyncs, MIG changes), never block.
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace nvdra::metrics {
@@ -33,6 +34,14 @@ class Sink {
   // partitions the agent holds active after a change.
   virtual void fabric_partition_call(std::string_view /*op*/, bool /*ok*/, double /*seconds*/) {}
   virtual void fabric_partitions_active(std::size_t /*count*/) {}
+  // Device health (NVMLDeviceHealthCheck): an XID or ECC event on a GPU, GPU_IS_LOST (NVML does
+  // not say which GPU), a GPU whose taints went ("reset", "recovery_action"), and the watched
+  // devices counted by health after each change.
+  virtual void gpu_xid(std::string_view /*gpu*/, uint64_t /*xid*/) {}
+  virtual void gpu_ecc(std::string_view /*gpu*/, bool /*double_bit*/) {}
+  virtual void gpu_lost() {}
+  virtual void health_recovered(std::string_view /*gpu*/, std::string_view /*reason*/) {}
+  virtual void devices_by_health(std::size_t /*healthy*/, std::size_t /*unhealthy*/, std::size_t /*unknown*/) {}
 };
 
 // A Sink that records nothing: the default wherever no Metrics is wired in (tests, tools).

@@ -214,6 +214,17 @@ const std::vector<OptionSpec>& option_table() {
     add({"additional-xids-to-ignore", {}, {"ADDITIONAL_XIDS_TO_IGNORE"},
          "XIDs tainted with effect None instead of NoSchedule, beside 13,31,43,45,68,109 (needs "
          "NVMLDeviceHealthCheck)", false, false, true, apply_xids});
+    add({"device-health-recovery", {}, {"NVDRA_DEVICE_HEALTH_RECOVERY"},
+         "When health taints go (needs NVMLDeviceHealthCheck): none (upstream: at restart), reset (a lost GPU "
+         "served again) or recovery-action (also when NVML's recovery action for an XID has been carried out)",
+         false, false, false, [](Options& o, const std::string& v) -> Problem {
+           if (v == "none") o.device_health_recovery = HealthRecovery::kNone;
+           else if (v == "reset") o.device_health_recovery = HealthRecovery::kReset;
+           else if (v == "recovery-action") o.device_health_recovery = HealthRecovery::kRecoveryAction;
+           else return bad(v, "allowed: none, reset, recovery-action");
+           o.device_health_recovery_set = true;
+           return std::nullopt;
+         }});
     add({"consumable-shares", {}, {"CONSUMABLE_SHARES"}, "Consumable shares (gate ConsumableShares): disabled, memory, unlimited or a positive share count; "
          "GPU and MIG devices may then be allocated to several claims at once", false, false, false, apply_consumable_shares});
     add({"gpu-clique-label-enabled", {}, {"GPU_CLIQUE_LABEL_ENABLED"}, "Upstream's node label nvidia.com/gpu.clique; only false is accepted",

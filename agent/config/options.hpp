@@ -22,6 +22,8 @@ const char* driver_name(DriverKind kind);
 
 enum class ImexCheck { kWarn, kEnforce, kOff };
 enum class ImexMode { kDriverManaged, kHostManaged };
+// When a device loses its health taints (NVMLDeviceHealthCheck; README "Device health").
+enum class HealthRecovery { kNone, kReset, kRecoveryAction };
 // Who runs MPS control daemons: auto picks systemd on a systemd host outside a container.
 enum class MpsManager { kAuto, kSystemd, kProcess };
 
@@ -42,6 +44,8 @@ struct Options {
   double kube_api_qps = 5;
   int kube_api_burst = 10;
   std::vector<uint32_t> additional_xids_to_ignore;
+  HealthRecovery device_health_recovery = HealthRecovery::kRecoveryAction;
+  bool device_health_recovery_set = false;  // given explicitly (refused without the gate)
   std::string consumable_shares = "disabled";
   bool gpu_clique_label_enabled = false;
   ImexMode imex_mode = ImexMode::kDriverManaged;

@@ -21,10 +21,16 @@ std::string utc(int64_t t) {
 
 }  // namespace
 
-XidPolicy XidPolicy::upstream(const std::vector<uint32_t>& additional) {
-  XidPolicy p{{13, 31, 43, 45, 68, 109}};
+XidPolicy XidPolicy::upstream(const std::vector<uint32_t>& additional, config::HealthRecovery recovery) {
+  XidPolicy p{{13, 31, 43, 45, 68, 109}, recovery};
   p.ignored.insert(additional.begin(), additional.end());
   return p;
+}
+
+// Actions the GPU recovers from in place, so their completion can be observed while we run.
+static bool recoverable_in_place(unsigned action) {
+  return action == nvml::kRecoveryGpuReset || action == nvml::kRecoveryDrainP2p ||
+         action == nvml::kRecoveryDrainAndReset;
 }
 
 std::vector<HealthTarget> health_targets(const std::vector<PublishedDevice>& devices, const nvml::DeviceModel& model) {
@@ -65,9 +71,14 @@ bool DeviceHealth::unmonitored(const std::string& gpu_uuid, int64_t now) {
   return changed;
 }
 
-bool DeviceHealth::event(const nvml::GpuEvent& e, int64_t now) {
+bool DeviceHealth::event(const nvml::GpuEvent& e, int64_t now, std::optional<unsigned> action) {
   // Upstream acts on XidCriticalError only; ECC events are registered (its mask) but not tainted.
   if (e.type != nvml::kEventXidCriticalError) return false;
+  if (policy_.recovery == config::HealthRecovery::kRecoveryAction) {
+    // The latest XID decides: one NVML wants a reboot for cancels an earlier resettable one.
+    if (action && recoverable_in_place(*action)) awaiting_[e.gpu_uuid] = *action;
+    else awaiting_.erase(e.gpu_uuid);
+  }
   const bool one_instance = e.gi_id != nvml::kNoInstance;
   bool changed = false;
   for (const auto& t : targets_) {
@@ -93,18 +104,49 @@ bool DeviceHealth::lost(int64_t now) {
   return changed;
 }
 
-bool DeviceHealth::served(int64_t now) {
-  if (!any_lost_) return false;
+std::vector<std::string> DeviceHealth::served(int64_t now) {
+  if (!any_lost_ || policy_.recovery == config::HealthRecovery::kNone) return {};
   any_lost_ = false;
-  bool changed = false;
+  std::set<std::string> recovered;
   for (const auto& t : targets_) {
     if (!lost_gpus_.count(t.gpu_uuid)) continue;
     auto& s = state_[t.name];
     // The GPU came back (reset): its gpu-lost and xid taints go; unmonitored stays.
-    changed |= s.taints.erase(kTaintGpuLost) + s.taints.erase(kTaintXid) > 0;
-    s.updated = now;
+    if (s.taints.erase(kTaintGpuLost) + s.taints.erase(kTaintXid) > 0) {
+      s.updated = now;
+      recovered.insert(t.gpu_uuid);
+    }
   }
+  for (const auto& g : lost_gpus_) awaiting_.erase(g);
   lost_gpus_.clear();
+  return {recovered.begin(), recovered.end()};
+}
+
+std::vector<std::string> DeviceHealth::awaiting_recovery() const {
+  std::vector<std::string> out;
+  for (const auto& [gpu, action] : awaiting_) out.push_back(gpu);
+  return out;
+}
+
+bool DeviceHealth::recovery_action(const std::string& gpu_uuid, unsigned action, int64_t now) {
+  auto it = awaiting_.find(gpu_uuid);
+  if (it == awaiting_.end()) return false;
+  if (action != nvml::kRecoveryNone) {
+    // Drain P2P turns into the action that follows it; a reboot cannot be observed from here.
+    if (recoverable_in_place(action)) it->second = action;
+    else awaiting_.erase(it);
+    return false;
+  }
+  awaiting_.erase(it);
+  bool changed = false;
+  for (const auto& t : targets_) {
+    if (t.gpu_uuid != gpu_uuid) continue;
+    auto& s = state_[t.name];
+    if (s.taints.erase(kTaintXid) > 0) {
+      s.updated = now;
+      changed = true;
+    }
+  }
   return changed;
 }
 

@@ -5,6 +5,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "agent/base/log.hpp"
+#include "agent/base/metrics_sink.hpp"
 #include "agent/runtime/worker_pool.hpp"
 
 namespace asio = boost::asio;
@@ -23,14 +24,32 @@ constexpr auto kLostRetry = std::chrono::milliseconds(200);
 
 DeviceHealthMonitor::DeviceHealthMonitor(asio::any_io_executor ex, runtime::WorkerPool& workers,
                                          nvml::GpuLibrary& library, const nvml::DeviceModel& model,
-                                         DeviceHealth health)
-    : ex_(std::move(ex)), workers_(workers), library_(library), model_(model), health_(std::move(health)) {}
+                                         DeviceHealth health, metrics::Sink& sink)
+    : ex_(std::move(ex)), workers_(workers), library_(library), model_(model), health_(std::move(health)),
+      sink_(sink) {}
 
 kubelet::HealthSnapshot DeviceHealthMonitor::snapshot() const { return {generation_, health_.report()}; }
 
 void DeviceHealthMonitor::changed() {
   ++generation_;
   for (auto* t : waiters_) t->cancel();
+  count_devices();
+}
+
+void DeviceHealthMonitor::count_devices() {
+  std::size_t healthy = 0, unhealthy = 0, unknown = 0;
+  for (const auto& d : health_.report()) {
+    if (d.health == kubelet::Health::kHealthy) ++healthy;
+    else if (d.health == kubelet::Health::kUnhealthy) ++unhealthy;
+    else ++unknown;
+  }
+  sink_.devices_by_health(healthy, unhealthy, unknown);
+}
+
+bool DeviceHealthMonitor::served(int64_t now) {
+  const auto gpus = health_.served(now);
+  for (const auto& g : gpus) recovered(g, "reset");
+  return !gpus.empty();
 }
 
 asio::awaitable<kubelet::HealthSnapshot> DeviceHealthMonitor::watch(uint64_t after) {
@@ -45,14 +64,49 @@ asio::awaitable<kubelet::HealthSnapshot> DeviceHealthMonitor::watch(uint64_t aft
   co_return snapshot();
 }
 
-void DeviceHealthMonitor::log_event(const nvml::GpuEvent& e) const {
+void DeviceHealthMonitor::log_event(const nvml::GpuEvent& e, std::optional<unsigned> action) const {
   std::string pci = "unknown";
   for (const auto& g : model_.gpus)
     if (g.uuid == e.gpu_uuid) pci = g.pci.bus_id;
   // One line per event: what an operator greps the journal for.
   logger("gpu.nvidia.com")
-      ->warn("device health: gpu={} pci={} xid={} event_type={:#x} gi={} ci={}", e.gpu_uuid, pci, e.data, e.type,
-             static_cast<int>(e.gi_id), static_cast<int>(e.ci_id));
+      ->warn("device health: gpu={} pci={} xid={} event_type={:#x} gi={} ci={} recovery_action={}", e.gpu_uuid, pci,
+             e.data, e.type, static_cast<int>(e.gi_id), static_cast<int>(e.ci_id),
+             action ? nvml::recovery_action_name(*action) : "unknown");
+}
+
+void DeviceHealthMonitor::count_event(const nvml::GpuEvent& e) {
+  if (e.type == nvml::kEventXidCriticalError) sink_.gpu_xid(e.gpu_uuid, e.data);
+  else if (e.type == nvml::kEventDoubleBitEcc) sink_.gpu_ecc(e.gpu_uuid, true);
+  else if (e.type == nvml::kEventSingleBitEcc) sink_.gpu_ecc(e.gpu_uuid, false);
+}
+
+void DeviceHealthMonitor::recovered(const std::string& gpu_uuid, const char* reason) {
+  logger("gpu.nvidia.com")->info("device health: gpu={} recovered ({}): its taints are removed", gpu_uuid, reason);
+  sink_.health_recovered(gpu_uuid, reason);
+}
+
+asio::awaitable<std::optional<unsigned>> DeviceHealthMonitor::read_recovery_action(const std::string& gpu_uuid) {
+  auto action = co_await workers_.run([this, gpu_uuid] { return library_.recovery_action(gpu_uuid); });
+  if (!action) {
+    logger("gpu.nvidia.com")->warn("device health: gpu={} recovery action unreadable: {}", gpu_uuid,
+                                   action.error().describe());
+    co_return std::nullopt;
+  }
+  co_return *action;
+}
+
+asio::awaitable<bool> DeviceHealthMonitor::follow_recovery(int64_t now) {
+  bool changed = false;
+  for (const auto& gpu : health_.awaiting_recovery()) {
+    const auto action = co_await read_recovery_action(gpu);
+    if (!action) continue;
+    if (health_.recovery_action(gpu, *action, now)) {
+      recovered(gpu, "recovery_action");
+      changed = true;
+    }
+  }
+  co_return changed;
 }
 
 asio::awaitable<void> DeviceHealthMonitor::run() {
@@ -76,6 +130,7 @@ asio::awaitable<void> DeviceHealthMonitor::run() {
     any |= health_.unmonitored(uuid, now);
   }
   if (any) changed();
+  else count_devices();
   log->info("device health: watching {} gpus for NVML events", uuids.size() - events->unmonitored().size());
   for (;;) {
     // The lambda holds the watch: if this coroutine is cancelled mid-wait, the wait ends within
@@ -94,18 +149,26 @@ asio::awaitable<void> DeviceHealthMonitor::run() {
       case nvml::WaitOutcome::Kind::kGpuLost: {
         c = health_.lost(t);
         if (c) log->warn("device health: GPU_IS_LOST: every device tainted {}", kTaintGpuLost);
+        if (c) sink_.gpu_lost();
         if (c) changed();
         asio::steady_timer pause(ex_, kLostRetry);
         co_await pause.async_wait(asio::use_awaitable);
         continue;
       }
-      case nvml::WaitOutcome::Kind::kEvent:
-        c = health_.served(t);
-        log_event(outcome->event);
-        c |= health_.event(outcome->event, t);
+      case nvml::WaitOutcome::Kind::kEvent: {
+        c = served(t);
+        std::optional<unsigned> action;
+        const auto& e = outcome->event;
+        if (e.type == nvml::kEventXidCriticalError && health_.recovery() == config::HealthRecovery::kRecoveryAction)
+          action = co_await read_recovery_action(e.gpu_uuid);
+        log_event(e, action);
+        count_event(e);
+        c |= health_.event(e, t, action);
         break;
-      case nvml::WaitOutcome::Kind::kTimeout: c = health_.served(t); break;
+      }
+      case nvml::WaitOutcome::Kind::kTimeout: c = served(t); break;
     }
+    c |= co_await follow_recovery(t);
     if (c) changed();
   }
 }

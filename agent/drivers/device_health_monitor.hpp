@@ -14,7 +14,7 @@
 #include "agent/kubelet/health_source.hpp"
 
 namespace nvdra::runtime { class WorkerPool; }
-namespace nvdra::metrics { class Metrics; }
+namespace nvdra::metrics { class Sink; }
 
 namespace nvdra::drivers {
 
@@ -23,7 +23,7 @@ class DeviceHealthMonitor final : public kubelet::HealthSource {
   static constexpr std::chrono::milliseconds kWaitSlice{500};
 
   DeviceHealthMonitor(boost::asio::any_io_executor ex, runtime::WorkerPool& workers, nvml::GpuLibrary& library,
-                      const nvml::DeviceModel& model, DeviceHealth health);
+                      const nvml::DeviceModel& model, DeviceHealth health, metrics::Sink& sink);
 
   // Registers the events and follows them; ends only by cancellation (or when registration fails
   // as a whole: every device is then unmonitored and stays so).
@@ -37,12 +37,21 @@ class DeviceHealthMonitor final : public kubelet::HealthSource {
 
  private:
   void changed();
-  void log_event(const nvml::GpuEvent& e) const;
+  void count_devices();  // the nvdra_devices gauge
+  void log_event(const nvml::GpuEvent& e, std::optional<unsigned> action) const;
+  void count_event(const nvml::GpuEvent& e);
+  // The recovery action of a GPU, read on the pool; nullopt when NVML cannot say or fails (logged).
+  boost::asio::awaitable<std::optional<unsigned>> read_recovery_action(const std::string& gpu_uuid);
+  // Reads the action of every GPU awaiting recovery; true when taints went.
+  boost::asio::awaitable<bool> follow_recovery(int64_t now);
+  void recovered(const std::string& gpu_uuid, const char* reason);
+  bool served(int64_t now);  // DeviceHealth::served, each recovered GPU logged and counted
   boost::asio::any_io_executor ex_;
   runtime::WorkerPool& workers_;
   nvml::GpuLibrary& library_;
   const nvml::DeviceModel& model_;
   DeviceHealth health_;
+  metrics::Sink& sink_;
   uint64_t generation_ = 1;
   std::set<boost::asio::steady_timer*> waiters_;
 };

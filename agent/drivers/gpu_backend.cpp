@@ -307,7 +307,9 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
         nvml::published_gpu_resources(p.gpus->model, o.gates.enabled(config::gate::kDynamicMIG)).devices;
     p.health = std::make_unique<DeviceHealthMonitor>(
         ctx_.executor, ctx_.workers, *p.gpus->library, p.gpus->model,
-        DeviceHealth(o.node_name, health_targets(devices, p.gpus->model), XidPolicy::upstream(o.additional_xids_to_ignore)));
+        DeviceHealth(o.node_name, health_targets(devices, p.gpus->model),
+                     XidPolicy::upstream(o.additional_xids_to_ignore, o.device_health_recovery)),
+        ctx_.metrics);
   }
   parts_ = std::move(parts);
   publish_fabric_status();

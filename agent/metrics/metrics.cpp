@@ -79,6 +79,17 @@ struct Metrics::Families {
                                         "How long Fabric Manager took to activate or deactivate a partition.")),
         fabric_active(build<Gauge>(r, "nvdra_fabric_partitions_active",
                                    "Fabric Manager partitions the agent holds active for prepared claims.")),
+        gpu_xids(build<Counter>(r, "nvdra_gpu_xid_events_total",
+                                "XID events NVML reported (NVMLDeviceHealthCheck), by GPU UUID and XID.")),
+        gpu_ecc(build<Counter>(r, "nvdra_gpu_ecc_events_total",
+                               "ECC error events NVML reported, by GPU UUID and type (single_bit, double_bit).")),
+        gpu_lost(build<Counter>(r, "nvdra_gpu_lost_events_total",
+                                "Times NVML answered GPU_IS_LOST after the GPUs had been served.")),
+        health_recoveries(build<Counter>(r, "nvdra_device_health_recoveries_total",
+                                         "GPUs whose health taints were removed, by GPU UUID and reason (reset, "
+                                         "recovery_action).")),
+        devices_by_health(build<Gauge>(r, "nvdra_devices",
+                                       "Devices gpu.nvidia.com watches, by health (healthy, unhealthy, unknown).")),
         mps_daemons(build<Gauge>(r, "nvdra_mps_control_daemons",
                                  "MPS control daemons held by prepared claims (from the checkpoint).")),
         imex_unit(build<Gauge>(r, "nvdra_imex_unit_state",
@@ -106,6 +117,11 @@ struct Metrics::Families {
   Family<Counter>& fabric_calls;
   Family<Histogram>& fabric_seconds;
   Family<Gauge>& fabric_active;
+  Family<Counter>& gpu_xids;
+  Family<Counter>& gpu_ecc;
+  Family<Counter>& gpu_lost;
+  Family<Counter>& health_recoveries;
+  Family<Gauge>& devices_by_health;
   Family<Gauge>& mps_daemons;
   Family<Gauge>& imex_unit;
   Family<Gauge>& build_info;
@@ -205,6 +221,22 @@ void Metrics::fabric_partition_call(std::string_view op, bool ok, double seconds
   f_->fabric_seconds.Add({{"operation", std::string(op)}}, kDurationBuckets).Observe(seconds);
 }
 void Metrics::fabric_partitions_active(std::size_t count) { f_->fabric_active.Add({}).Set(static_cast<double>(count)); }
+
+void Metrics::gpu_xid(std::string_view gpu, uint64_t xid) {
+  f_->gpu_xids.Add({{"gpu", std::string(gpu)}, {"xid", std::to_string(xid)}}).Increment();
+}
+void Metrics::gpu_ecc(std::string_view gpu, bool double_bit) {
+  f_->gpu_ecc.Add({{"gpu", std::string(gpu)}, {"type", double_bit ? "double_bit" : "single_bit"}}).Increment();
+}
+void Metrics::gpu_lost() { f_->gpu_lost.Add({}).Increment(); }
+void Metrics::health_recovered(std::string_view gpu, std::string_view reason) {
+  f_->health_recoveries.Add({{"gpu", std::string(gpu)}, {"reason", std::string(reason)}}).Increment();
+}
+void Metrics::devices_by_health(std::size_t healthy, std::size_t unhealthy, std::size_t unknown) {
+  f_->devices_by_health.Add({{"health", "healthy"}}).Set(static_cast<double>(healthy));
+  f_->devices_by_health.Add({{"health", "unhealthy"}}).Set(static_cast<double>(unhealthy));
+  f_->devices_by_health.Add({{"health", "unknown"}}).Set(static_cast<double>(unknown));
+}
 
 void Metrics::scrape_started() { f_->scrapes_inflight.Add({}).Increment(); }
 void Metrics::scrape_finished(int http_status) {

@@ -67,6 +67,11 @@ class Metrics final : public Sink {
   void mig_device_destroyed() override;
   void fabric_partition_call(std::string_view op, bool ok, double seconds) override;
   void fabric_partitions_active(std::size_t count) override;
+  void gpu_xid(std::string_view gpu, uint64_t xid) override;
+  void gpu_ecc(std::string_view gpu, bool double_bit) override;
+  void gpu_lost() override;
+  void health_recovered(std::string_view gpu, std::string_view reason) override;
+  void devices_by_health(std::size_t healthy, std::size_t unhealthy, std::size_t unknown) override;
 
   // The page (text exposition format 0.0.4). The handler counts itself: scrape_started() before,
   // scrape_finished(status) after, as promhttp does.

@@ -261,4 +261,17 @@ Result<ClaimStatus> decode_claim(Message& m) {
   return c;
 }
 
+std::vector<DeviceStatus> health_changes(const StatusSnapshot& before, const StatusSnapshot& after) {
+  std::vector<DeviceStatus> out;
+  for (const auto& d : after.devices) {
+    for (const auto& old : before.devices) {
+      if (old.driver != d.driver || old.name != d.name) continue;
+      if (old.health != d.health || old.last_xid != d.last_xid || old.last_xid_time != d.last_xid_time)
+        out.push_back(d);
+      break;
+    }
+  }
+  return out;
+}
+
 }  // namespace nvdra::systemd_bus

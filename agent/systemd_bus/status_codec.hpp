@@ -13,6 +13,8 @@
 //     LastErrors a(tss)        when (µs since the epoch), component, message
 //   methods: GetStatusJson() -> s json;  GetClaim(s uid) -> (sssssas) claim,
 //            io.nvdra.Agent1.Error.NotFound when the agent holds no such claim.
+//   signals: DeviceHealthChanged(s driver, s device, s health, s last_xid, s last_xid_time), one per
+//            device whose health or last XID changed (a device that only appears or goes sends none).
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +31,7 @@ inline constexpr const char* kStatusBusName = "io.nvdra.Agent1";
 inline constexpr const char* kStatusObjectPath = "/io/nvdra/Agent1";
 inline constexpr const char* kStatusInterface = "io.nvdra.Agent1";
 inline constexpr const char* kStatusNotFoundError = "io.nvdra.Agent1.Error.NotFound";
+inline constexpr const char* kDeviceHealthChangedSignal = "DeviceHealthChanged";
 
 inline constexpr const char* kDriverSignature = "(ssbs)";
 inline constexpr const char* kDeviceSignature = "(sssssss)";
@@ -50,6 +53,9 @@ int append_claim(sd_bus_message* m, const ClaimStatus& claim);
 
 // The properties whose value differs between two snapshots, in status_properties() order.
 std::vector<const char*> changed_properties(const StatusSnapshot& before, const StatusSnapshot& after);
+
+// The devices present in both snapshots whose health, last XID or its time differ (after's rows).
+std::vector<DeviceStatus> health_changes(const StatusSnapshot& before, const StatusSnapshot& after);
 
 // Reads an a{sv} (the reply of Properties.GetAll) into `out`. Unknown properties are skipped so an
 // older nvdractl can read a newer agent; a known one with the wrong type is an error naming it.

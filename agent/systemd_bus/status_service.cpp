@@ -76,6 +76,9 @@ Status StatusService::on_connect(sd_bus* bus) {
       SD_BUS_PROPERTY("FabricManager", "s", StatusCallbacks::get_property, 0, kProperty),
       SD_BUS_PROPERTY("FabricPartitions", "a(tasas)", StatusCallbacks::get_property, 0, kProperty),
       SD_BUS_PROPERTY("LastErrors", "a(tss)", StatusCallbacks::get_property, 0, kProperty),
+      SD_BUS_SIGNAL_WITH_NAMES("DeviceHealthChanged", "sssss",
+                               SD_BUS_PARAM(driver) SD_BUS_PARAM(device) SD_BUS_PARAM(health) SD_BUS_PARAM(last_xid)
+                                   SD_BUS_PARAM(last_xid_time), 0),
       SD_BUS_METHOD_WITH_ARGS("GetStatusJson", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", json),
                               StatusCallbacks::method_get_status_json, SD_BUS_VTABLE_UNPRIVILEGED),
       SD_BUS_METHOD_WITH_ARGS("GetClaim", SD_BUS_ARGS("s", uid), SD_BUS_RESULT("(sssssas)", claim),
@@ -122,8 +125,15 @@ void StatusService::update(StatusSnapshot snapshot) {
     snapshot.last_errors.erase(snapshot.last_errors.begin(),
                                snapshot.last_errors.end() - static_cast<long>(StatusSnapshot::kMaxErrors));
   auto changed = changed_properties(snapshot_, snapshot);
+  const auto health = health_changes(snapshot_, snapshot);
   snapshot_ = std::move(snapshot);
   if (changed.empty() || !bus_->connected() || object_slot_ == nullptr) return;
+  for (const auto& d : health) {
+    const int r = sd_bus_emit_signal(bus_->raw(), kStatusObjectPath, kStatusInterface, kDeviceHealthChangedSignal,
+                                     "sssss", d.driver.c_str(), d.name.c_str(), d.health.c_str(), d.last_xid.c_str(),
+                                     d.last_xid_time.c_str());
+    if (r < 0) nvdra::logger("dbus")->debug("DeviceHealthChanged not sent: {}, ignoring", std::strerror(-r));
+  }
   changed.push_back(nullptr);
   const int r = sd_bus_emit_properties_changed_strv(bus_->raw(), kStatusObjectPath, kStatusInterface,
                                                     const_cast<char**>(changed.data()));

@@ -76,7 +76,7 @@ nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long
 nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long types, nvmlEventSet_t set) {
   if (!known(set)) return current_session() ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
   return with_gpu(device, Access::kRead, [&](DeviceView& v) {
-    if ((types & ~v.spec.product->supported_events) != 0) return NVML_ERROR_NOT_SUPPORTED;
+    if (!v.st.events_supported || (types & ~v.spec.product->supported_events) != 0) return NVML_ERROR_NOT_SUPPORTED;
     std::lock_guard lock(set->mu);
     set->masks[v.index()] |= types;
     return NVML_SUCCESS;
@@ -128,6 +128,27 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data, unsi
     if (std::chrono::steady_clock::now() >= deadline) return NVML_ERROR_TIMEOUT;
     std::this_thread::sleep_for(kPoll);
   }
+}
+
+// Only the recovery action is modelled; every other field answers NOT_SUPPORTED in its entry.
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldValue_t* values) {
+  return with_gpu(device, Access::kRead, [&](DeviceView& v) {
+    if (count < 0 || (count > 0 && values == nullptr)) return NVML_ERROR_INVALID_ARGUMENT;
+    for (int i = 0; i < count; ++i) {
+      auto& f = values[i];
+      f.timestamp = std::chrono::duration_cast<std::chrono::microseconds>(
+                        std::chrono::system_clock::now().time_since_epoch()).count();
+      f.latencyUsec = 0;
+      if (f.fieldId != NVML_FI_DEV_GET_GPU_RECOVERY_ACTION || v.is_mig()) {
+        f.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        continue;
+      }
+      f.nvmlReturn = NVML_SUCCESS;
+      f.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+      f.value.uiVal = v.st.recovery_action;
+    }
+    return NVML_SUCCESS;
+  });
 }
 
 // v1 callers pass the 24-byte struct without GPU/compute instance ids.

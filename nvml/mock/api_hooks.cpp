@@ -35,6 +35,23 @@ nvmlReturn_t locate(const char* uuid, Ref* out) {
 
 thread_local std::string tls_text;
 
+// Changes one GPU's state, found by UUID in the profile (a lost GPU has no handle to look up).
+template <class Fn>
+int with_profile_gpu(const char* uuid, Fn fn) {
+  InitScope init;
+  if (init.rc() != NVML_SUCCESS) return init.rc();
+  auto s = current_session();
+  for (unsigned i = 0; uuid != nullptr && i < s->profile.gpus.size(); ++i) {
+    if (s->profile.gpus[i].uuid == uuid) {
+      return s->state->with(Access::kWrite, [&](MachineState& m) {
+        fn(m.gpus[i]);
+        return 0;
+      });
+    }
+  }
+  return uuid == nullptr ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_NOT_FOUND;
+}
+
 }  // namespace
 
 namespace nvdra::nvml::mock {
@@ -88,18 +105,15 @@ int nvdraMockInjectEvent(const char* uuid, unsigned long long type, unsigned lon
 }
 
 int nvdraMockSetGpuLost(const char* uuid, int lost) {
-  InitScope init;
-  if (init.rc() != NVML_SUCCESS) return init.rc();
-  auto s = current_session();
-  for (unsigned i = 0; uuid != nullptr && i < s->profile.gpus.size(); ++i) {
-    if (s->profile.gpus[i].uuid == uuid) {
-      return s->state->with(Access::kWrite, [&](MachineState& m) {
-        m.gpus[i].lost = lost != 0;
-        return 0;
-      });
-    }
-  }
-  return uuid == nullptr ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_NOT_FOUND;
+  return with_profile_gpu(uuid, [&](GpuState& g) { g.lost = lost != 0; });
+}
+
+int nvdraMockSetRecoveryAction(const char* uuid, unsigned int action) {
+  return with_profile_gpu(uuid, [&](GpuState& g) { g.recovery_action = action; });
+}
+
+int nvdraMockSetEventsSupported(const char* uuid, int supported) {
+  return with_profile_gpu(uuid, [&](GpuState& g) { g.events_supported = supported != 0; });
 }
 
 int nvdraMockResetState(void) {

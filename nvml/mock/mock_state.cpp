@@ -37,7 +37,8 @@ std::string serialize_state(const MachineState& st) {
   for (const auto& g : st.gpus) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "mig" << YAML::Value << g.mig_current << YAML::Key << "pending"
         << YAML::Value << g.mig_pending << YAML::Key << "persistence" << YAML::Value << g.persistence << YAML::Key
-        << "lost" << YAML::Value << g.lost;
+        << "lost" << YAML::Value << g.lost << YAML::Key << "recovery" << YAML::Value << g.recovery_action
+        << YAML::Key << "events" << YAML::Value << g.events_supported;
     out << YAML::Key << "gis" << YAML::Value << YAML::BeginSeq;
     for (const auto& gi : g.gis)
       out << YAML::BeginSeq << gi.id << gi.profile_id << gi.start << gi.size << YAML::EndSeq;
@@ -68,6 +69,8 @@ std::optional<MachineState> parse_state(const std::string& text) {
       gs.mig_pending = g["pending"].as<unsigned>();
       gs.persistence = g["persistence"].as<bool>();
       gs.lost = g["lost"].as<bool>();
+      gs.recovery_action = g["recovery"].as<unsigned>();
+      gs.events_supported = g["events"].as<bool>();
       for (const auto& gi : g["gis"])
         gs.gis.push_back(GiRecord{gi[0].as<unsigned>(), gi[1].as<unsigned>(), gi[2].as<unsigned>(), gi[3].as<unsigned>()});
       for (const auto& ci : g["cis"])

@@ -21,6 +21,8 @@ struct GpuState {
   unsigned mig_pending = 0;
   bool persistence = false;
   bool lost = false;
+  unsigned recovery_action = 0;    // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION's value
+  bool events_supported = true;    // false: nvmlDeviceRegisterEvents answers NOT_SUPPORTED
   std::vector<GiRecord> gis;
   std::vector<CiRecord> cis;
 };

@@ -15,6 +15,13 @@ int nvdraMockInjectEvent(const char* uuid, unsigned long long event_type, unsign
                          unsigned int gpu_instance_id, unsigned int compute_instance_id);
 /* Marks a GPU lost (every call on it then returns NVML_ERROR_GPU_IS_LOST) or found again. */
 int nvdraMockSetGpuLost(const char* uuid, int lost);
+/* Sets what NVML_FI_DEV_GET_GPU_RECOVERY_ACTION reads for a GPU (0 none, 1 GPU reset, 2 node
+ * reboot, 3 drain P2P, 4 drain and reset), as the driver sets it after an XID and clears it once
+ * the action has been taken. */
+int nvdraMockSetRecoveryAction(const char* uuid, unsigned int action);
+/* supported 0: the GPU refuses event registration (nvmlDeviceRegisterEvents NOT_SUPPORTED, as on
+ * GPUs too old for events); 1 restores the profile's behaviour. Affects later registrations. */
+int nvdraMockSetEventsSupported(const char* uuid, int supported);
 /* Makes the next `count` calls of the NVML function named `function` (on any device) fail with
  * `rc` and change nothing, e.g. ("nvmlDeviceCreateGpuInstanceWithPlacement", 23 INSUFFICIENT_RESOURCES,
  * 1) or ("nvmlComputeInstanceDestroy", 19 IN_USE, 2) for a GPU busy with processes. Honoured by

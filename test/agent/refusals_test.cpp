@@ -89,6 +89,14 @@ TEST(Refusals, OptionValuesWithoutBehaviourNameTheOptionAndTheSource) {
   EXPECT_EQ(refusal({"--additional-xids-to-ignore=45,79", "--feature-gates", "NVMLDeviceHealthCheck=true"}),
             "(accepted)");
   EXPECT_EQ(refusal({}, {{"ADDITIONAL_XIDS_TO_IGNORE", ""}}), "(accepted)");
+  // So does the recovery policy; an unknown policy names the allowed ones.
+  EXPECT_EQ(refusal({}, {{"NVDRA_DEVICE_HEALTH_RECOVERY", "none"}}),
+            "--device-health-recovery requires feature gate NVMLDeviceHealthCheck to be enabled (without it no "
+            "device is tainted)");
+  EXPECT_EQ(refusal({"--device-health-recovery=reset", "--feature-gates", "NVMLDeviceHealthCheck=true"}),
+            "(accepted)");
+  EXPECT_EQ(refusal({"--device-health-recovery=later", "--feature-gates", "NVMLDeviceHealthCheck=true"}),
+            "--device-health-recovery: invalid value \"later\": allowed: none, reset, recovery-action");
   EXPECT_EQ(refusal({"--gpu-clique-label-enabled"}).rfind("--gpu-clique-label-enabled: true is refused: ", 0), 0u);
   EXPECT_EQ(refusal({}, {{"GPU_CLIQUE_LABEL_ENABLED", "false"}}), "(accepted)");
   EXPECT_EQ(refusal({"--imex-host-socket-path=/run/imex.sock"})

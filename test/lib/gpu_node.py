@@ -317,6 +317,14 @@ class SimulatedNode:
     def set_gpu_lost(self, uuid, lost=True):
         self.mock_hook("nvdraMockSetGpuLost", uuid, 1 if lost else 0)
 
+    def set_recovery_action(self, uuid, action):
+        """What NVML_FI_DEV_GET_GPU_RECOVERY_ACTION reads: 0 none, 1 GPU reset, 2 node reboot, 3 drain P2P."""
+        self.mock_hook("nvdraMockSetRecoveryAction", uuid, action)
+
+    def set_events_supported(self, uuid, supported):
+        """False: the GPU refuses event registration (NOT_SUPPORTED) from the next registration on."""
+        self.mock_hook("nvdraMockSetEventsSupported", uuid, 1 if supported else 0)
+
     # --- the node's files --------------------------------------------------------------------
     def cdi_files(self):
         return sorted(f for f in os.listdir(self.dirs.cdi) if not f.startswith(".")) if os.path.isdir(

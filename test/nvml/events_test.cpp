@@ -78,5 +78,35 @@ TEST(Events, ALostGpuIsReportedToTheWatcherAndFailsItsCalls) {
   EXPECT_TRUE(discover(*lib).ok());
 }
 
+TEST(Events, AGpuThatRefusesRegistrationIsUnmonitoredNamingTheCallAndOthersAreWatched) {
+  MockNvml mock("hgx-h100");
+  auto lib = mock.open();
+  const DeviceModel m = discover(*lib).value();
+  auto set_supported = mock.hook<decltype(&nvdraMockSetEventsSupported)>("nvdraMockSetEventsSupported");
+  ASSERT_EQ(set_supported(m.gpus[2].uuid.c_str(), 0), 0);
+  auto watch = lib->watch_events(uuids(m), kEventXidCriticalError);
+  ASSERT_TRUE(watch.ok());
+  ASSERT_EQ((*watch)->unmonitored().size(), 1u);
+  EXPECT_EQ((*watch)->unmonitored()[0].first, m.gpus[2].uuid);
+  EXPECT_NE((*watch)->unmonitored()[0].second.message.find("nvmlDeviceRegisterEvents"), std::string::npos)
+      << (*watch)->unmonitored()[0].second.message;
+}
+
+TEST(Events, TheRecoveryActionReadsWhatTheDriverSetsAndNoneByDefault) {
+  MockNvml mock("hgx-h100");
+  auto lib = mock.open();
+  const DeviceModel m = discover(*lib).value();
+  auto none = lib->recovery_action(m.gpus[1].uuid);
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_EQ(*none, std::optional<unsigned>{kRecoveryNone});
+  auto set_action = mock.hook<decltype(&nvdraMockSetRecoveryAction)>("nvdraMockSetRecoveryAction");
+  ASSERT_EQ(set_action(m.gpus[1].uuid.c_str(), kRecoveryDrainAndReset), 0);
+  EXPECT_EQ(*lib->recovery_action(m.gpus[1].uuid), std::optional<unsigned>{kRecoveryDrainAndReset});
+  EXPECT_EQ(*lib->recovery_action(m.gpus[0].uuid), std::optional<unsigned>{kRecoveryNone});
+  EXPECT_EQ(recovery_action_name(kRecoveryDrainAndReset), "drain-and-reset");
+  EXPECT_EQ(recovery_action_name(9), "9");
+  EXPECT_FALSE(lib->recovery_action("GPU-no-such").ok());
+}
+
 }  // namespace
 }  // namespace nvdra::nvml

@@ -133,5 +133,43 @@ class HostWithoutImexChannels(AgentStatusOverDbus):
         self.assertEqual(self.node.stop(), 0)
 
 
+class DeviceHealthOverDbus(unittest.TestCase):
+    """NVMLDeviceHealthCheck on: an XID injected into the mock NVML shows in `nvdractl devices` (health,
+    last XID and when), in table and JSON form."""
+    ctl, ctl_json = AgentStatusOverDbus.ctl, AgentStatusOverDbus.ctl_json
+
+    def setUp(self):
+        self.bus = PrivateDbus(policy_for_this_user())
+        self.addCleanup(self.bus.close)
+        self.node = SimulatedNode(env={"DBUS_SYSTEM_BUS_ADDRESS": self.bus.address},
+                                  gates="NVMLDeviceHealthCheck=true")
+        self.addCleanup(self.node.cleanup)
+
+    def gpu_rows(self):
+        return {d["name"]: d for d in self.ctl_json("devices") if d["driver"] == GPU}
+
+    def test_nvdractl_devices_shows_an_xid_with_health_and_time(self):
+        self.node.start()
+        before = self.gpu_rows()
+        self.assertEqual({d["health"] for d in before.values()}, {"healthy"})
+        uuid = before["gpu-3"]["uuid"]
+        self.node.inject_xid(uuid, 79)
+        self.node.wait_published(lambda d: d["gpu-3"].get("taints"))
+        deadline = time.monotonic() + 20
+        while True:  # the event: the health change reaches the status service
+            rows = self.gpu_rows()
+            if rows["gpu-3"]["health"] == "unhealthy":
+                break
+            self.assertLess(time.monotonic(), deadline, rows["gpu-3"])
+            time.sleep(0.05)
+        self.assertEqual(rows["gpu-3"]["lastXid"], "79")
+        self.assertRegex(rows["gpu-3"]["lastXidTime"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertEqual([n for n, d in rows.items() if d["health"] != "healthy"], ["gpu-3"])
+        table = self.ctl("devices")
+        self.assertEqual(table.returncode, 0, table.stderr)
+        line = next(ln for ln in table.stdout.splitlines() if " gpu-3 " in f" {ln} ")
+        self.assertEqual(line.split()[4:7], ["unhealthy", "79", rows["gpu-3"]["lastXidTime"]])
+
+
 if __name__ == "__main__":
     unittest.main()

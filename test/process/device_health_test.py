@@ -2,14 +2,18 @@
 into the running mock NVML become upstream's device taints in the API double, the DRA health stream
 (v1 and v1alpha1) reports the same devices, recovery after a GPU reset removes them, and slices stay
 valid against the 1.34, 1.35 and 1.36 API documents."""
+import re
 import threading
 import unittest
+import urllib.request
 
 from gpu_node import SimulatedNode
 
 DEADLINE = 20.0
 XID = "gpu.nvidia.com/xid"
 LOST = "gpu.nvidia.com/gpu-lost"
+UNMONITORED = "gpu.nvidia.com/unmonitored"
+LISTENING = re.compile(r"metrics listening address=(\S+) port=(\d+) path=(\S+)")
 
 
 def gpu_uuid(index):
@@ -134,6 +138,64 @@ class DeviceHealth(unittest.TestCase):
         node.wait_published(lambda d: not any(dev.get("taints") for dev in d.values()), DEADLINE)
         health.wait(lambda r: all(d["health"] == "HEALTHY" for d in r.values()))
         self.assertEqual(node.api.rejections, [])
+
+    def metrics(self, node):
+        port = LISTENING.search(node.agent_log()).group(2)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            return r.read().decode()
+
+    def test_an_xid_whose_recovery_action_was_carried_out_loses_its_taint_a_reboot_one_keeps_it(self):
+        node = self.start(args=("--http-endpoint=127.0.0.1:0",))
+        health = self.watch(node, "v1.DRAResourceHealth")
+        node.set_recovery_action(gpu_uuid(3), 1)  # the driver asks for a GPU reset with the XID
+        node.inject_xid(gpu_uuid(3), 48)
+        node.set_recovery_action(gpu_uuid(4), 2)  # ... and for a node reboot with this one
+        node.inject_xid(gpu_uuid(4), 79)
+        node.wait_published(lambda d: taints(d, "gpu-3") and taints(d, "gpu-4"), DEADLINE)
+        self.assertIn(f"gpu={gpu_uuid(3)} pci=0000:4e:00.0 xid=48 event_type=0x8 gi=-1 ci=-1 "
+                      "recovery_action=gpu-reset", node.agent_log())
+        node.set_recovery_action(gpu_uuid(4), 0)  # first, so the monitor has seen it once GPU 3 recovers
+        node.set_recovery_action(gpu_uuid(3), 0)  # the reset was done
+        devices = node.wait_published(lambda d: not taints(d, "gpu-3"), DEADLINE)
+        self.assertEqual(taints(devices, "gpu-4"), [(XID, "79", "NoSchedule")])
+        report = health.wait(lambda r: r["gpu-3"]["health"] == "HEALTHY")
+        self.assertEqual(report["gpu-4"]["health"], "UNHEALTHY")
+        self.assertIn(f"device health: gpu={gpu_uuid(3)} recovered (recovery_action)", node.agent_log())
+        page = self.metrics(node)
+        self.assertIn(f'nvdra_gpu_xid_events_total{{gpu="{gpu_uuid(3)}",xid="48"}} 1', page)
+        self.assertIn(f'nvdra_gpu_xid_events_total{{gpu="{gpu_uuid(4)}",xid="79"}} 1', page)
+        self.assertIn(f'nvdra_device_health_recoveries_total{{gpu="{gpu_uuid(3)}",reason="recovery_action"}} 1', page)
+        self.assertNotIn(f'nvdra_device_health_recoveries_total{{gpu="{gpu_uuid(4)}"', page)
+        self.assertIn('nvdra_devices{health="unhealthy"} 1', page)
+        self.assertEqual(node.api.rejections, [])
+
+    def test_recovery_none_keeps_the_taints_of_a_gpu_that_came_back_as_upstream(self):
+        node = self.start(args=("--device-health-recovery=none",))
+        node.set_recovery_action(gpu_uuid(3), 1)
+        node.inject_xid(gpu_uuid(3), 48)
+        node.wait_published(lambda d: taints(d, "gpu-3"), DEADLINE)
+        node.set_gpu_lost(gpu_uuid(3))
+        node.wait_published(lambda d: all((LOST, "", "NoSchedule") in taints(d, n) for n in d), DEADLINE)
+        node.set_gpu_lost(gpu_uuid(3), lost=False)
+        node.set_recovery_action(gpu_uuid(3), 0)
+        node.inject_xid(gpu_uuid(1), 94)  # seen only after the return: everything before it was too
+        devices = node.wait_published(lambda d: (XID, "94", "NoSchedule") in taints(d, "gpu-1"), DEADLINE)
+        self.assertEqual(taints(devices, "gpu-3"), [(LOST, "", "NoSchedule"), (XID, "48", "NoSchedule")])
+        self.assertNotIn("recovered", node.agent_log())
+
+    def test_a_gpu_that_refuses_event_registration_is_unmonitored_and_unknown(self):
+        node = self.start()
+        node.set_events_supported(gpu_uuid(2), False)
+        node.stop()
+        node.start()  # registration happens at start
+        devices = node.wait_published(lambda d: taints(d, "gpu-2"), DEADLINE)
+        self.assertEqual(taints(devices, "gpu-2"), [(UNMONITORED, "", "None")])
+        self.assertEqual([n for n in devices if n != "gpu-2" and devices[n].get("taints")], [])
+        report = self.watch(node, "v1.DRAResourceHealth").wait(lambda r: "gpu-2" in r)
+        self.assertEqual(report["gpu-2"]["health"], "UNKNOWN")
+        self.assertIn(f"device health: gpu={gpu_uuid(2)} unmonitored: nvmlDeviceRegisterEvents", node.agent_log())
+        node.inject_xid(gpu_uuid(3), 79)  # the other GPUs are still watched
+        node.wait_published(lambda d: taints(d, "gpu-3"), DEADLINE)
 
     def test_without_the_gate_no_health_stream_is_advertised(self):
         node = SimulatedNode(profile="dgx-a100")

@@ -126,6 +126,66 @@ TEST_F(ServiceOnPrivateBus, ClientSaysTheAgentIsNotRunningWhenNobodyOwnsTheName)
   // TearDown emits again: harmless once the task has ended.
 }
 
+TEST_F(ServiceOnPrivateBus, AHealthChangeSendsOneDeviceHealthChangedSignalWithTheNewRow) {
+  std::atomic<bool> listening{false};
+  std::atomic<bool> finished{false};
+  std::vector<std::vector<std::string>> got;
+  std::thread client([&] {
+    sd_bus* b = nullptr;
+    sd_bus_new(&b);
+    sd_bus_set_address(b, bus_.address().c_str());
+    sd_bus_set_bus_client(b, 1);
+    sd_bus_start(b);
+    const std::string rule = std::string("type='signal',interface='") + kStatusInterface + "',member='" +
+                             kDeviceHealthChangedSignal + "'";
+    // AddMatch is a synchronous call: once it returns, the bus routes the signal to us.
+    if (sd_bus_add_match(b, nullptr, rule.c_str(), nullptr, nullptr) >= 0) {
+      listening.store(true, std::memory_order_release);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (got.empty() && std::chrono::steady_clock::now() < deadline) {
+        sd_bus_message* m = nullptr;
+        if (sd_bus_process(b, &m) > 0) {
+          if (m != nullptr && sd_bus_message_is_signal(m, kStatusInterface, kDeviceHealthChangedSignal) > 0) {
+            const char* f[5] = {};
+            if (sd_bus_message_read(m, "sssss", &f[0], &f[1], &f[2], &f[3], &f[4]) >= 0)
+              got.push_back({f[0], f[1], f[2], f[3], f[4]});
+          }
+          sd_bus_message_unref(m);
+          continue;
+        }
+        sd_bus_wait(b, 100000);
+      }
+    }
+    sd_bus_flush_close_unref(b);
+    finished.store(true, std::memory_order_release);
+  });
+  EXPECT_TRUE(run_until(io_, [&] { return listening.load(std::memory_order_acquire) ||
+                                          finished.load(std::memory_order_acquire); }));
+  auto snap = nvdra::test::sample_snapshot();
+  snap.devices[0].health = kHealthUnhealthy;
+  snap.devices[0].last_xid = "79";
+  snap.devices[0].last_xid_time = "2026-11-24T10:00:00Z";
+  snap.claims.clear();  // a change elsewhere sends no DeviceHealthChanged
+  service_.update(snap);
+  EXPECT_TRUE(run_until(io_, [&] { return finished.load(std::memory_order_acquire); }));
+  client.join();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], (std::vector<std::string>{"gpu.nvidia.com", "gpu-0", "unhealthy", "79", "2026-11-24T10:00:00Z"}));
+}
+
+TEST(StatusCodec, HealthChangesListOnlyDevicesPresentInBothWhoseHealthOrXidDiffers) {
+  const auto a = nvdra::test::sample_snapshot();
+  auto b = a;
+  EXPECT_TRUE(health_changes(a, b).empty());
+  b.devices[0].last_xid = "48";
+  b.devices[1].type = "gpu";  // not a health field
+  b.devices.push_back({"gpu.nvidia.com", "gpu-9", "gpu", "GPU-9", "unhealthy"});  // new: no signal
+  const auto changed = health_changes(a, b);
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0].name, "gpu-0");
+  EXPECT_EQ(changed[0].last_xid, "48");
+}
+
 TEST(StatusCodec, ChangedPropertiesListsOnlyWhatDiffers) {
   const auto a = nvdra::test::sample_snapshot();
   auto b = a;
