@@ -156,7 +156,14 @@ boost::asio::awaitable<Result<std::string>> VfioStep::hand_over(const InventoryD
     crash_point("vfio.prepare.after-bind-vfio");
     log->info("gpu={} device={} bound to vfio-pci", d.pci_bus_id, d.name);
   }
-  co_return co_await pool_.run([&] { return binder_.iommufd_cdev(d.pci_bus_id); });
+  // The kernel links the driver before vfio-pci's probe registers the device's cdev, so on an
+  // iommufd host the cdev may follow the bind by a moment: wait for it within the bind deadline.
+  const auto deadline = Clock::now() + options_.bind_deadline;
+  for (;;) {
+    auto cdev = co_await pool_.run([&] { return binder_.iommufd_cdev(d.pci_bus_id); });
+    if (!options_.iommufd || !cdev.empty() || Clock::now() >= deadline) co_return cdev;
+    co_await pause(options_.bind_poll);
+  }
 }
 
 boost::asio::awaitable<Status> VfioStep::give_back(const InventoryDevice& d) {

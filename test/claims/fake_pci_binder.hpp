@@ -50,8 +50,15 @@ class FakePciBinder final : public PciBinder {
   }
   std::string iommufd_cdev(const std::string& a) override {
     std::lock_guard lock(mu);
+    ++cdev_reads;
+    if (cdev_late > 0) {  // the cdev registered only after this many more reads (vfio-pci's probe)
+      --cdev_late;
+      return "";
+    }
     return drivers[a] == "vfio-pci" ? "vfio7" : "";
   }
+  int cdev_late = 0;
+  int cdev_reads = 0;
 };
 
 }  // namespace nvdra::claims::testing

@@ -67,6 +67,22 @@ TEST_F(VfioStepTest, AGpuAlreadyOnVfioPciIsNotRebound) {
   EXPECT_TRUE(kernel.log.empty());
 }
 
+TEST_F(VfioStepTest, OnAnIommufdHostTheCdevThatFollowsTheBindIsWaitedFor) {
+  options.iommufd = true;
+  kernel.cdev_late = 3;
+  auto s = step();
+  auto cdev = run_awaitable(io, s.hand_over(device));
+  ASSERT_TRUE(cdev) << cdev.error().message;
+  EXPECT_EQ(*cdev, "vfio7");
+  EXPECT_EQ(kernel.cdev_reads, 4);
+  options.iommufd = false;  // a host without iommufd reads once and takes the answer
+  kernel.cdev_late = 1;
+  kernel.cdev_reads = 0;
+  auto legacy = step();
+  EXPECT_EQ(*run_awaitable(io, legacy.hand_over(device)), "");
+  EXPECT_EQ(kernel.cdev_reads, 1);
+}
+
 TEST_F(VfioStepTest, ABusyGpuFailsAfterTheDeadlineNamingItsHoldersAndStaysOnNvidia) {
   kernel.busy[3] = {GpuHolder{4242, "cuda-app"}, GpuHolder{17, "dcgm-exporter"}};
   auto s = step();
