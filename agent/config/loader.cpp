@@ -75,7 +75,7 @@ Status cross_validate(Invocation& inv, std::vector<std::string>& notes) {
   if (!o.additional_xids_to_ignore.empty() && !o.gates.enabled(gate::kNVMLDeviceHealthCheck))
     return invalid("--additional-xids-to-ignore requires feature gate NVMLDeviceHealthCheck to be enabled (without "
                    "it no XID is watched)");
-  if (o.device_health_recovery_set && !o.gates.enabled(gate::kNVMLDeviceHealthCheck))
+  if (o.device_health_recovery != HealthRecovery::kRecoveryAction && !o.gates.enabled(gate::kNVMLDeviceHealthCheck))
     return invalid("--device-health-recovery requires feature gate NVMLDeviceHealthCheck to be enabled (without it "
                    "no device is tainted)");
   if (o.consumable_shares != "disabled" && !o.gates.enabled(gate::kConsumableShares))

@@ -222,7 +222,6 @@ const std::vector<OptionSpec>& option_table() {
            else if (v == "reset") o.device_health_recovery = HealthRecovery::kReset;
            else if (v == "recovery-action") o.device_health_recovery = HealthRecovery::kRecoveryAction;
            else return bad(v, "allowed: none, reset, recovery-action");
-           o.device_health_recovery_set = true;
            return std::nullopt;
          }});
     add({"consumable-shares", {}, {"CONSUMABLE_SHARES"}, "Consumable shares (gate ConsumableShares): disabled, memory, unlimited or a positive share count; "

@@ -45,7 +45,6 @@ struct Options {
   int kube_api_burst = 10;
   std::vector<uint32_t> additional_xids_to_ignore;
   HealthRecovery device_health_recovery = HealthRecovery::kRecoveryAction;
-  bool device_health_recovery_set = false;  // given explicitly (refused without the gate)
   std::string consumable_shares = "disabled";
   bool gpu_clique_label_enabled = false;
   ImexMode imex_mode = ImexMode::kDriverManaged;
