@@ -49,6 +49,25 @@ def show_passthrough(node, when):
           f"{'published' if 'gpu-vfio-4' in names else 'withdrawn'}")
 
 
+def show_device_health(node, name):
+    """An XID injected into the mock NVML becomes a taint; NVML's recovery action, once carried out, lifts it."""
+    uuid = attr(node.published()[name], "uuid")
+    step(f"device health: the driver reports XID 48 on {name} and asks for a GPU reset")
+    node.set_recovery_action(uuid, 1)
+    node.inject_xid(uuid, 48)
+    devices = node.wait_published(lambda d: d[name].get("taints"))
+    for t in devices[name]["taints"]:
+        print(f"  {name}: taint {t['key']}={t.get('value', '')}:{t['effect']}")
+    step(f"device health: {name} was reset (NVML's recovery action reads none again)")
+    t0 = time.monotonic()
+    node.set_recovery_action(uuid, 0)
+    node.wait_published(lambda d: not d[name].get("taints"))
+    print(f"  taint removed after {(time.monotonic() - t0) * 1000:.0f} ms")
+    lines = [ln for ln in node.agent_log().splitlines() if "device health: gpu=" in ln]
+    for ln in lines[-2:]:
+        print(f"  log: {ln[25:]}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--build-dir", default=os.path.join(TOP, "build"))
@@ -65,7 +84,9 @@ def main():
     from nvdra_testlib import agent_binary
 
     t_demo = time.monotonic()
-    gates = "TimeSlicingSettings=true,MPSSupport=true" + (",PassthroughSupport=true" if args.passthrough else "")
+    # NVMLDeviceHealthCheck and PassthroughSupport are exclusive (a GPU on vfio-pci has no NVML events).
+    gates = "TimeSlicingSettings=true,MPSSupport=true" + (",PassthroughSupport=true" if args.passthrough
+                                                           else ",NVMLDeviceHealthCheck=true")
     node = SimulatedNode(profile=args.profile, node="demo-node", gates=gates, pci=args.passthrough or None)
     code = 1
     try:
@@ -128,6 +149,9 @@ def main():
         print(f"  nvidia-smi ran (all): {node.helper_log('nvidia-smi').strip().replace(chr(10), '; ')}")
         if args.passthrough:
             show_passthrough(node, "after unprepare")
+
+        if not args.passthrough:
+            show_device_health(node, gpus[4])
 
         step("SIGTERM")
         t1 = time.monotonic()
