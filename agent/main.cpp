@@ -1,4 +1,6 @@
 // nvdra-agent entry point: parse the invocation, set up logging, run the App.
+#include <malloc.h>
+
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -12,6 +14,10 @@
 #include "agent/systemd/notifier.hpp"
 
 int main(int argc, char** argv) {
+  // One malloc arena for all threads, set before any thread exists: glibc gives each of the ~18
+  // threads (gRPC's pools, the WorkerPool) an arena of its own, whose freed pages stay resident —
+  // 4.5 MB of the idle RSS after a prepare burst. The agent's allocations are few and short.
+  ::mallopt(M_ARENA_MAX, 1);
   std::vector<std::string> args(argv + 1, argv + argc);
   auto inv = nvdra::config::load_invocation(args, nvdra::config::process_env());
   if (!inv) {
