@@ -21,6 +21,7 @@
 #include "agent/drivers/api_connection.hpp"
 #include "agent/drivers/backend_factory.hpp"
 #include "agent/drivers/event_reporting.hpp"
+#include "agent/drivers/heap_trimming_handler.hpp"
 #include "agent/kubelet/concurrently.hpp"
 #include "agent/runtime/readiness.hpp"
 #include "agent/runtime/worker_pool.hpp"
@@ -110,6 +111,7 @@ void DriverComponent::report(std::string detail) {
 }
 
 boost::asio::awaitable<void> DriverComponent::serve() {
+  using namespace boost::asio::experimental::awaitable_operators;
   auto log = nvdra::logger(name());
   std::shared_ptr<k8s::ApiServer> api, claim_reader;
   if (api_server_configured(ctx_.options)) {
@@ -123,6 +125,26 @@ boost::asio::awaitable<void> DriverComponent::serve() {
     log->warn("driver={} no --kubeconfig and not in a cluster: serving kubelet without publishing "
               "ResourceSlices or reading claims, ignoring", name());
   }
+  if (!api) {
+    co_await start_and_publish(std::move(claim_reader));
+    co_return;
+  }
+  // The publisher starts now: its bootstrap (TLS handshake, /version, the Node, the served fields)
+  // and its slice LIST/WATCH overlap the backend's start, and it writes nothing before set_desired().
+  publisher_ = std::make_unique<k8s::SlicePublisher>(ctx_.executor, std::move(api),
+                                                     k8s::PublisherOptions{name(), ctx_.options.node_name});
+  publisher_->on_converged([this] {
+    ctx_.readiness.satisfy(published_condition(kind_));
+    if (!published_) {
+      published_ = true;
+      report("");
+    }
+  });
+  co_await (publisher_->run() || start_and_publish(std::move(claim_reader)));
+}
+
+boost::asio::awaitable<void> DriverComponent::start_and_publish(std::shared_ptr<k8s::ApiServer> claim_reader) {
+  auto log = nvdra::logger(name());
   const fs::path data_dir(plugin_config().plugin_data_dir);
   co_await ctx_.workers.run([data_dir] { ensure_private_dir(data_dir); });
 
@@ -142,6 +164,8 @@ boost::asio::awaitable<void> DriverComponent::serve() {
     event_claims_ = std::make_unique<EventReportingHandler>(*metered_, *events_);
     served = event_claims_.get();
   }
+  trimming_ = std::make_unique<HeapTrimmingHandler>(ctx_.executor, ctx_.workers, *served);
+  served = trimming_.get();
 
   plugin_ = std::make_unique<kubelet::PluginServer>(ctx_.executor, plugin_config(), *served, backend_->health());
   plugin_->on_registration([this](const kubelet::RegistrationStatus& status) {
@@ -152,46 +176,32 @@ boost::asio::awaitable<void> DriverComponent::serve() {
   });
   co_await ctx_.workers.run([plugin = plugin_.get()] { plugin->start(); });
   log->info("driver={} data_dir={} started", name(), data_dir.string());
-  co_await publish(std::move(api));
+  co_await publish();
 }
 
-boost::asio::awaitable<void> DriverComponent::publish(std::shared_ptr<k8s::ApiServer> api) {
+boost::asio::awaitable<void> DriverComponent::publish() {
   using namespace boost::asio::experimental::awaitable_operators;
   auto log = nvdra::logger(name());
   auto resources = co_await backend_->resources();
   if (!resources) throw std::runtime_error("driver " + name() + ": discovery: " + resources.error().describe());
   ctx_.status.set_devices(name(), health_rows(resources->devices));
-  if (!api) {
+  if (!publisher_) {
     ctx_.readiness.satisfy(published_condition(kind_));
-    if (backend_->health()) {
-      co_await (backend_->run_health() || follow_health());
-      co_return;
-    }
-    boost::asio::steady_timer forever(ctx_.executor, boost::asio::steady_timer::time_point::max());
-    co_await forever.async_wait(boost::asio::use_awaitable);
+  } else {
+    log->info("driver={} devices={} publishing", name(), resources->devices.size());
+    publisher_->set_desired(std::move(*resources));
+    backend_->on_resources_changed([this](DriverResources changed) {
+      if (!publisher_) return;
+      ctx_.status.set_devices(name(), health_rows(changed.devices));
+      publisher_->set_desired(std::move(changed));
+    });
+  }
+  if (backend_->health()) {
+    co_await (backend_->run_health() || follow_health());
     co_return;
   }
-  log->info("driver={} devices={} publishing", name(), resources->devices.size());
-  publisher_ = std::make_unique<k8s::SlicePublisher>(ctx_.executor, api,
-                                                     k8s::PublisherOptions{name(), ctx_.options.node_name});
-  publisher_->on_converged([this] {
-    ctx_.readiness.satisfy(published_condition(kind_));
-    if (!published_) {
-      published_ = true;
-      report("");
-    }
-  });
-  publisher_->set_desired(std::move(*resources));
-  backend_->on_resources_changed([this](DriverResources changed) {
-    if (!publisher_) return;
-    ctx_.status.set_devices(name(), health_rows(changed.devices));
-    publisher_->set_desired(std::move(changed));
-  });
-  if (!backend_->health()) {
-    co_await publisher_->run();
-    co_return;
-  }
-  co_await (publisher_->run() || backend_->run_health() || follow_health());
+  boost::asio::steady_timer forever(ctx_.executor, boost::asio::steady_timer::time_point::max());
+  co_await forever.async_wait(boost::asio::use_awaitable);
 }
 
 std::vector<systemd_bus::DeviceStatus> DriverComponent::health_rows(const std::vector<PublishedDevice>& devices) const {
@@ -260,6 +270,7 @@ boost::asio::awaitable<void> DriverComponent::run() {
   if (plugin_) co_await plugin_->stop();
   publisher_.reset();
   plugin_.reset();
+  trimming_.reset();
   event_claims_.reset();
   metered_.reset();
   claims_.reset();

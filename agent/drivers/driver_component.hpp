@@ -50,10 +50,12 @@ class DriverComponent final : public Component {
  private:
   kubelet::PluginServerConfig plugin_config() const;
   boost::asio::awaitable<void> serve();  // start the backend and the plugin, then publish until cancelled
+  // serve()'s part after the API clients: the backend, the plugin, then publish().
+  boost::asio::awaitable<void> start_and_publish(std::shared_ptr<k8s::ApiServer> claim_reader);
   // serve() with the Event recorder draining beside it (when there is an API server).
   boost::asio::awaitable<void> serve_with_events();
-  // Keeps this node's ResourceSlices right (api set), or waits for cancellation (no API server).
-  boost::asio::awaitable<void> publish(std::shared_ptr<k8s::ApiServer> api);
+  // Hands the devices to the publisher (when there is an API server) and follows health until cancelled.
+  boost::asio::awaitable<void> publish();
   boost::asio::awaitable<void> follow_health();
   std::vector<systemd_bus::DeviceStatus> health_rows(const std::vector<PublishedDevice>& devices) const;
   void report(std::string detail);  // this driver's row in AgentStatus
@@ -68,6 +70,7 @@ class DriverComponent final : public Component {
   std::unique_ptr<StatusReportingHandler> claims_;
   std::unique_ptr<MeteredClaimHandler> metered_;  // nvidia_dra_* around claims_
   std::unique_ptr<kubelet::ClaimHandler> event_claims_;
+  std::unique_ptr<kubelet::ClaimHandler> trimming_;  // outermost: trims the heap after a burst
   std::unique_ptr<kubelet::PluginServer> plugin_;
   std::unique_ptr<k8s::SlicePublisher> publisher_;
   bool published_ = false;
