@@ -111,7 +111,6 @@ void DriverComponent::report(std::string detail) {
 }
 
 boost::asio::awaitable<void> DriverComponent::serve() {
-  using namespace boost::asio::experimental::awaitable_operators;
   auto log = nvdra::logger(name());
   std::shared_ptr<k8s::ApiServer> api, claim_reader;
   if (api_server_configured(ctx_.options)) {
@@ -140,7 +139,16 @@ boost::asio::awaitable<void> DriverComponent::serve() {
       report("");
     }
   });
-  co_await (publisher_->run() || start_and_publish(std::move(claim_reader)));
+  // Whichever ends first ends the other (awaitable_operators' || would wait for a success), and its
+  // outcome is serve()'s: the other one's is the cancellation.
+  namespace asio = boost::asio;
+  auto [order, published, started] =
+      co_await asio::experimental::make_parallel_group(
+          asio::co_spawn(ctx_.executor, kubelet::detail::finish_quietly(publisher_->run()), asio::deferred),
+          asio::co_spawn(ctx_.executor, kubelet::detail::finish_quietly(start_and_publish(std::move(claim_reader))),
+                         asio::deferred))
+          .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
+  if (const auto first = order[0] == 0 ? published : started) std::rethrow_exception(first);
 }
 
 boost::asio::awaitable<void> DriverComponent::start_and_publish(std::shared_ptr<k8s::ApiServer> claim_reader) {
