@@ -1,10 +1,3 @@
-# ASan's shared runtime, for Python children that load a sanitized mock library (ctypes): a sanitized .so
-# leaves the runtime's symbols to the executable, and python3 has none.
-set(NVDRA_SANITIZER_RUNTIME "")
-if(NVDRA_SANITIZE)
-  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libclang_rt.asan-x86_64.so
-                  OUTPUT_VARIABLE NVDRA_SANITIZER_RUNTIME OUTPUT_STRIP_TRAILING_WHITESPACE)
-endif()
 # nvdra_add_gtest(NAME SOURCES a.cpp b.cpp LIBS x y [LABELS l])
 # One executable per test file group; every TEST is registered with CTest individually.
 include(GoogleTest)
@@ -27,5 +20,5 @@ function(nvdra_add_pytest name)
   add_test(NAME ${name} COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/${T_SCRIPT} -v
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS};process" TIMEOUT ${T_TIMEOUT}
-    ENVIRONMENT "NVDRA_SOURCE_DIR=${CMAKE_SOURCE_DIR};NVDRA_BINARY_DIR=${CMAKE_BINARY_DIR};NVDRA_SANITIZED=${NVDRA_ANY_SANITIZER};NVDRA_SANITIZER_RUNTIME=${NVDRA_SANITIZER_RUNTIME};PYTHONPATH=${CMAKE_SOURCE_DIR}/test/lib;PYTHONDONTWRITEBYTECODE=1")
+    ENVIRONMENT "NVDRA_SOURCE_DIR=${CMAKE_SOURCE_DIR};NVDRA_BINARY_DIR=${CMAKE_BINARY_DIR};NVDRA_SANITIZED=${NVDRA_ANY_SANITIZER};PYTHONPATH=${CMAKE_SOURCE_DIR}/test/lib;PYTHONDONTWRITEBYTECODE=1")
 endfunction()

@@ -23,9 +23,10 @@ import urllib.request
 from apiserver_double import start_in
 from fake_pci import TOPOLOGY, FakePciHost
 from kubelet_double import Claim, KubeletDouble
-from nvdra_testlib import MOCK_NVML, SANITIZER_RUNTIME, AgentDirs, NotifySocket, agent_binary, clean_env, make_fake_node
+from nvdra_testlib import MOCK_NVML, AgentDirs, NotifySocket, agent_binary, clean_env, make_fake_node
 
 MOCK = MOCK_NVML
+MOCK_CTL = os.path.join(os.path.dirname(MOCK_NVML), "nvml-mock-ctl")
 GPU = "gpu.nvidia.com"
 CD = "compute-domain.nvidia.com"
 GPU_CONFIG = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig"}
@@ -297,17 +298,8 @@ class SimulatedNode:
 
     # --- the mock GPUs (test hooks of the mock NVML, nvml/mock/test_hooks.h) -----------------
     def mock_hook(self, name, *args):
-        """Calls a test hook of the mock NVML in a child process sharing this node's mock state."""
-        code = ("import ctypes,sys\nlib=ctypes.CDLL(sys.argv[1])\nf=getattr(lib,sys.argv[2])\n"
-                "a=[int(x) if x.lstrip('-').isdigit() else x.encode() for x in sys.argv[3:]]\n"
-                "f.argtypes=[ctypes.c_ulonglong if isinstance(x,int) else ctypes.c_char_p for x in a]\n"
-                "sys.exit(f(*a))")
-        env = self.env()
-        if SANITIZER_RUNTIME:  # an ASan mock needs the runtime in the process; Python's own leaks are not ours
-            env.update(LD_PRELOAD=SANITIZER_RUNTIME,
-                       ASAN_OPTIONS=env.get("ASAN_OPTIONS", "") + ":detect_leaks=0:verify_asan_link_order=0")
-        rc = subprocess.run([sys.executable, "-c", code, MOCK, name] + [str(a) for a in args], env=env,
-                            timeout=30).returncode
+        """Calls a test hook of the mock NVML (nvml-mock-ctl, built like the tree) on this node's mock state."""
+        rc = subprocess.run([MOCK_CTL, MOCK, name] + [str(a) for a in args], env=self.env(), timeout=30).returncode
         if rc != 0:
             raise AssertionError(f"{name}{args}: nvmlReturn_t {rc}")
 

@@ -12,8 +12,6 @@ BINARY_DIR = os.environ.get("NVDRA_BINARY_DIR", os.path.join(os.path.dirname(__f
 SOURCE_DIR = os.environ.get("NVDRA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 # The binaries carry ASan or TSan (CMake's NVDRA_ANY_SANITIZER): memory figures mean little there.
 SANITIZED = os.environ.get("NVDRA_SANITIZED", "OFF") == "ON"
-# ASan's shared runtime (empty otherwise): preloaded into Python children that load a sanitized mock.
-SANITIZER_RUNTIME = os.environ.get("NVDRA_SANITIZER_RUNTIME", "")
 
 
 def agent_binary():

@@ -47,6 +47,13 @@ class ApiFaultMatrix(unittest.TestCase):
         self.node.start()
         self.baseline = self.contents()
         self.assertTrue(self.baseline[GPU], self.baseline)
+        # READY=1 follows the first publish; each driver's watch may open a moment later. A test that
+        # clears the request log and then expects silence must not catch that opening.
+        def watching(log):
+            queries = [r.get("query", {}) for r in log if r["path"].endswith("/" + SLICES)]
+            opened = [q.get("fieldSelector", "") for q in queries if q.get("watch") in ("1", "true")]
+            return all(any(f"spec.driver={d}" in f for f in opened) for d in (GPU, CD))
+        self.api.wait_for_requests(watching, DEADLINE)
 
     def contents(self):
         """{driver: sorted device names} of this node's stored slices, and their count."""
