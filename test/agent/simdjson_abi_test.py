@@ -57,8 +57,8 @@ class SimdjsonAbi(unittest.TestCase):
             checked += 1
             if not threaded(entry["command"]):
                 wrong.append(os.path.relpath(entry["file"], SRC))
-        # Never vacuous: the k8s client alone parses with simdjson in many files.
-        self.assertGreater(checked, 10, "too few compiles of simdjson users found: tree not built?")
+        # Never vacuous: a built tree has a dozen simdjson users (the k8s client, claims, the agent).
+        self.assertGreaterEqual(checked, 5, "too few compiles of simdjson users found: tree not built?")
         self.assertEqual(wrong, [], "these include <simdjson.h> without SIMDJSON_THREADS_ENABLED (a second "
                                     "ondemand::parser layout): link their target to simdjson::simdjson")
 
