@@ -147,10 +147,11 @@ asio::awaitable<void> DeviceHealthMonitor::run() {
     bool c = false;
     switch (outcome->kind) {
       case nvml::WaitOutcome::Kind::kGpuLost: {
-        c = health_.lost(t);
-        if (c) log->warn("device health: GPU_IS_LOST: every device tainted {}", kTaintGpuLost);
-        if (c) sink_.gpu_lost();
-        if (c) changed();
+        if (health_.lost(t)) {
+          log->warn("device health: GPU_IS_LOST: every device tainted {}", kTaintGpuLost);
+          sink_.gpu_lost();
+          changed();
+        }
         asio::steady_timer pause(ex_, kLostRetry);
         co_await pause.async_wait(asio::use_awaitable);
         continue;
