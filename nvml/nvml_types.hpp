@@ -342,34 +342,6 @@ typedef struct nvmlEventData_st {
   unsigned int computeInstanceId;
 } nvmlEventData_t;
 
-// nvmlDeviceGetFieldValues (nvml.h): one field per entry, NVML fills in the value and its type.
-#define NVML_FI_DEV_GET_GPU_RECOVERY_ACTION 230
-#define NVML_VALUE_TYPE_UNSIGNED_INT 1
-typedef union nvmlValue_st {
-  double dVal;
-  int siVal;
-  unsigned int uiVal;
-  unsigned long ulVal;
-  unsigned long long ullVal;
-  signed long long sllVal;
-  unsigned short usVal;
-} nvmlValue_t;
-typedef struct nvmlFieldValue_st {
-  unsigned int fieldId;
-  unsigned int scopeId;
-  long long timestamp;
-  long long latencyUsec;
-  int valueType;  // nvmlValueType_t
-  nvmlReturn_t nvmlReturn;
-  nvmlValue_t value;
-} nvmlFieldValue_t;
-// nvmlDeviceGpuRecoveryAction_t: what the driver says must happen for the GPU to recover.
-#define NVML_GPU_RECOVERY_ACTION_NONE 0
-#define NVML_GPU_RECOVERY_ACTION_GPU_RESET 1
-#define NVML_GPU_RECOVERY_ACTION_NODE_REBOOT 2
-#define NVML_GPU_RECOVERY_ACTION_DRAIN_P2P 3
-#define NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET 4
-
 typedef struct nvmlProcessInfo_v2_st {
   unsigned int pid;
   unsigned long long usedGpuMemory;
@@ -414,4 +386,5 @@ typedef nvmlPlatformInfo_v2_t nvmlPlatformInfo_t;
 
 }  // extern "C"
 
+#include "nvml/nvml_field_types.hpp"
 #include "nvml/nvml_layout_guards.hpp"

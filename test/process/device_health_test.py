@@ -4,6 +4,7 @@ into the running mock NVML become upstream's device taints in the API double, th
 valid against the 1.34, 1.35 and 1.36 API documents."""
 import re
 import threading
+import time
 import unittest
 import urllib.request
 
@@ -31,6 +32,7 @@ class HealthWatch:
         self.stream = plugin.watch_health(version)
         self.cond = threading.Condition()
         self.reports = []
+        self.arrived = []  # time.monotonic() of each report (bench/device_health.py times the stream)
         self.thread = threading.Thread(target=self._follow, daemon=True)
         self.thread.start()
 
@@ -39,6 +41,7 @@ class HealthWatch:
             for report in self.stream:
                 with self.cond:
                     self.reports.append({d["device_name"]: d for d in report})
+                    self.arrived.append(time.monotonic())
                     self.cond.notify_all()
         except Exception:  # cancelled
             pass
