@@ -161,6 +161,9 @@ Result<std::unique_ptr<HttpsTransport>> HttpsTransport::create(asio::any_io_exec
   boost::system::error_code ec;
   ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
                   ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+  // An idle connection (a watch between events, a pooled one) gives back OpenSSL's ~34 KiB of record
+  // buffers instead of holding them: most of an idle agent's connections are idle (issue #16: RSS).
+  SSL_CTX_set_mode(ctx.native_handle(), SSL_MODE_RELEASE_BUFFERS);
   if (cfg.insecure_skip_tls_verify) {
     ctx.set_verify_mode(ssl::verify_none);
   } else {
