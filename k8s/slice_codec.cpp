@@ -322,6 +322,11 @@ Result<SliceObject> decode_slice(std::string_view text) {
     if (key == "spec" && !dec.spec(f.value(), s)) return bad(dec.field);
   }
   canonicalize(s.content);
+  // The API server refuses a slice whose device names repeat; one that does anyway would decode to
+  // an order that sorting cannot fix (found by fuzz_slice: "spec" or "devices" given twice).
+  const auto same = std::adjacent_find(s.content.devices.begin(), s.content.devices.end(),
+                                       [](const PublishedDevice& a, const PublishedDevice& b) { return a.name == b.name; });
+  if (same != s.content.devices.end()) return bad("spec.devices[].name (\"" + same->name + "\" given twice)");
   return s;
 }
 
