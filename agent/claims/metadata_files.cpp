@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "agent/claims/device_metadata.hpp"
@@ -25,6 +26,9 @@ Error io_error(const std::string& what, const std::string& path, int err) {
 std::string claim_dir(const std::string& root, const MetadataClaim& claim) {
   return (fs::path(root) / (claim.ns + "_" + claim.name)).string();
 }
+
+// The helper's resourceclaim.BaseRequestRef: "main" of "main/sub".
+std::string top_level(const std::string& request) { return request.substr(0, request.find('/')); }
 
 Status write_durably(const std::string& path, const std::string& content) {
   const std::string temp = path + ".tmp";
@@ -75,13 +79,15 @@ json::object metadata_document(const MetadataClaim& claim, const std::string& re
 }
 
 std::string metadata_host_path(const std::string& root, const MetadataClaim& claim, const std::string& request) {
-  return (fs::path(claim_dir(root, claim)) / request / "metadata.json").string();
+  return (fs::path(claim_dir(root, claim)) / top_level(request) / "metadata.json").string();
 }
 
 std::string metadata_container_path(const std::string& driver, const MetadataClaim& claim, const std::string& request) {
-  const bool from_template = claim.pod_claim_name.has_value();
+  // As the helper: an empty annotation counts as none for the path (the document still carries it).
+  const bool from_template = claim.pod_claim_name && !claim.pod_claim_name->empty();
   return std::string(kMetadataContainerRoot) + (from_template ? "/resourceclaimtemplates/" : "/resourceclaims/") +
-         (from_template ? *claim.pod_claim_name : claim.name) + "/" + request + "/" + driver + "-metadata.json";
+         (from_template ? *claim.pod_claim_name : claim.name) + "/" + top_level(request) + "/" + driver +
+         "-metadata.json";
 }
 
 Result<std::vector<cdi::Mount>> write_metadata_files(const std::string& root, const std::string& driver,
@@ -89,6 +95,13 @@ Result<std::vector<cdi::Mount>> write_metadata_files(const std::string& root, co
                                                     const std::vector<MetadataDevice>& devices) {
   std::set<std::string> requests;
   for (const auto& d : devices) requests.insert(d.request);
+  std::map<std::string, std::string> by_file;  // top-level request -> the request as allocated
+  for (const auto& request : requests)
+    if (auto [it, fresh] = by_file.emplace(top_level(request), request); !fresh)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "claim " + claim.ns + "/" + claim.name + ": requests " + it->second + " and " + request +
+                            " would share the metadata file of request " + it->first +
+                            " (an allocation picks one subrequest per request)");
   std::vector<cdi::Mount> mounts;
   for (const auto& request : requests) {
     const auto path = metadata_host_path(root, claim, request);

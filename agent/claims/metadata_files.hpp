@@ -9,6 +9,9 @@
 // or, for a claim made from a template, …/resourceclaimtemplates/<podClaimName>/<request>/… (the
 // pod's name for the claim, annotation resource.kubernetes.io/pod-claim-name). The host file lives
 // under the driver's plugin directory: <root>/<namespace>_<claim>/<request>/metadata.json.
+// As the helper (kubeletplugin/metadata.go): a device allocated for a subrequest of a prioritized
+// list ("main/sub") goes to the file of its top-level request ("main" in both paths); the document
+// inside names the request as allocated ("requests":[{"name":"main/sub",…}]).
 //
 // How a prepare step (VFIO, gate DeviceMetadata) uses it: build MetadataDevice entries from the
 // allocated devices' published attributes, call write_metadata_files() on the WorkerPool after the
@@ -47,10 +50,12 @@ struct MetadataDevice {
 boost::json::object metadata_document(const MetadataClaim& claim, const std::string& request,
                                       const std::vector<MetadataDevice>& devices);
 
+// `request` as allocated; the paths use its top-level part ("main" of "main/sub").
 std::string metadata_host_path(const std::string& root, const MetadataClaim& claim, const std::string& request);
 std::string metadata_container_path(const std::string& driver, const MetadataClaim& claim, const std::string& request);
 
-// Writes one file per request of `devices` (temp file, fsync, rename) and returns its mounts.
+// Writes one file per top-level request of `devices` (temp file, fsync, rename) and returns its
+// mounts. Two subrequests of one request (which no allocation makes) are refused, naming both.
 Result<std::vector<cdi::Mount>> write_metadata_files(const std::string& root, const std::string& driver,
                                                     const MetadataClaim& claim,
                                                     const std::vector<MetadataDevice>& devices);

@@ -72,5 +72,45 @@ TEST(MetadataFiles, WrittenPerRequestAndRemovedWithTheClaim) {
   fs::remove_all(root);
 }
 
+// The kubelet helper's contract (kubeletplugin/metadata.go): a prioritized list's subrequest writes the
+// file of its top-level request, on the host and in the container; the document names it in full.
+TEST(MetadataFiles, SubrequestGoesToTheFileOfItsTopLevelRequest) {
+  const auto root = fs::temp_directory_path() / ("nvdra-metadata-sub-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  MetadataDevice d{"vm/passthrough", "gpu-vfio-0", "gpu.nvidia.com", "node-a", {}};
+  d.attributes["type"] = std::string("vfio");
+  MetadataClaim from_template{"default", "pod-1-vm-x7k2p", "uid-3", 1, std::string("vm-gpu")};
+  auto mounts = write_metadata_files(root.string(), "gpu.nvidia.com", from_template, {d});
+  ASSERT_TRUE(mounts) << mounts.error().describe();
+  ASSERT_EQ(mounts->size(), 1u);
+  EXPECT_EQ((*mounts)[0].host_path, (root / "default_pod-1-vm-x7k2p" / "vm" / "metadata.json").string());
+  EXPECT_EQ((*mounts)[0].container_path,
+            "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/vm-gpu/vm/gpu.nvidia.com-metadata.json");
+  std::ifstream in((*mounts)[0].host_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto parsed = boost::json::parse(text.str());
+  EXPECT_EQ(parsed.at("requests").at(0).at("name"), "vm/passthrough");
+  EXPECT_EQ(parsed.at("requests").at(0).at("devices").at(0).at("name"), "gpu-vfio-0");
+  EXPECT_EQ(parsed.at("podClaimName"), "vm-gpu");
+  MetadataClaim direct{"default", "vm-claim", "uid-1", 1, std::nullopt};
+  EXPECT_EQ(metadata_container_path("gpu.nvidia.com", direct, "vm/passthrough"),
+            "/var/run/kubernetes.io/dra-device-attributes/resourceclaims/vm-claim/vm/gpu.nvidia.com-metadata.json");
+  EXPECT_EQ(metadata_host_path("/r", direct, "vm/passthrough"), "/r/default_vm-claim/vm/metadata.json");
+  // Two subrequests of one request cannot share its file: refused, naming both.
+  MetadataDevice other{"vm/other", "gpu-vfio-1", "gpu.nvidia.com", "node-a", {}};
+  auto clash = write_metadata_files(root.string(), "gpu.nvidia.com", direct, {d, other});
+  ASSERT_FALSE(clash);
+  EXPECT_NE(clash.error().describe().find("vm/other and vm/passthrough"), std::string::npos)
+      << clash.error().describe();
+  fs::remove_all(root);
+}
+
+TEST(MetadataFiles, AnEmptyPodClaimNameKeepsTheClaimPath) {
+  MetadataClaim empty{"default", "vm-claim", "uid-1", 1, std::string()};
+  EXPECT_EQ(metadata_container_path("gpu.nvidia.com", empty, "vm"),
+            "/var/run/kubernetes.io/dra-device-attributes/resourceclaims/vm-claim/vm/gpu.nvidia.com-metadata.json");
+}
+
 }  // namespace
 }  // namespace nvdra::claims
