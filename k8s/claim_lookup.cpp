@@ -63,6 +63,8 @@ Result<ClaimAllocation> parse_claim_allocation(std::string_view claim_json, cons
   }
   ClaimAllocation out;
   out.claim = ref;
+  if (std::string_view pod_claim; !root["metadata"]["annotations"][kPodClaimNameAnnotation].get(pod_claim))
+    out.pod_claim_name = std::string(pod_claim);
   simdjson::dom::array configs;
   if (!alloc["devices"]["config"].get(configs)) {
     std::size_t i = 0;

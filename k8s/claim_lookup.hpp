@@ -5,6 +5,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,10 +56,15 @@ struct AllocatedDevice {
   std::vector<ConfigMatch> configs;
 };
 
+// The annotation the resource claim controller puts on a claim it made from a ResourceClaimTemplate:
+// the pod's name for the claim (pod.spec.resourceClaims[].name).
+inline constexpr std::string_view kPodClaimNameAnnotation = "resource.kubernetes.io/pod-claim-name";
+
 struct ClaimAllocation {
   ClaimRef claim;
   std::vector<AllocatedDevice> devices;  // this driver's results only
   std::vector<OpaqueConfig> configs;     // this driver's opaque configs: class ones first
+  std::optional<std::string> pod_claim_name;  // kPodClaimNameAnnotation, where the claim has it
 };
 
 // Parses a ResourceClaim (resource.k8s.io/v1 JSON) for `driver`.

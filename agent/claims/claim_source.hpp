@@ -9,6 +9,7 @@
 // The returned `uid` is the UID the API has: the pipeline compares it with kubelet's.
 #include <boost/asio/awaitable.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct ClaimAllocation {
   std::string uid;                          // metadata.uid as the API has it
   std::vector<AllocationResult> results;    // every result (other drivers' too); `type` is filled later
   std::vector<ConfigEntry> configs;         // status.allocation.devices.config, in API order
+  // Annotation resource.kubernetes.io/pod-claim-name (claims made from a ResourceClaimTemplate):
+  // where the device-metadata files appear in the containers.
+  std::optional<std::string> pod_claim_name;
 };
 
 class ClaimSource {

@@ -246,7 +246,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
           if (g.devices[k]->type == DeviceType::kVfio)
             devices.push_back({allocation->results[g.results[k]].request, g.devices[k]->name,
                                std::string(kGpuDriverName), options_.node_name, {}});
-      auto mounts = vfio_->write_metadata(claim, std::move(devices));
+      auto mounts = vfio_->write_metadata(claim, allocation->pod_claim_name, std::move(devices));
       if (!mounts) return mounts.error();
       claim_edits.mounts.insert(claim_edits.mounts.end(), mounts->begin(), mounts->end());
     }

@@ -241,16 +241,17 @@ boost::json::object VfioStep::checkpoint_metadata(const std::string& device) con
 }
 
 namespace {
-// The pod-claim-name annotation is not carried to the claims pipeline: claims made from a template
-// get the resourceclaims/<claim> path too (a difference the README lists).
-MetadataClaim metadata_claim(const kubelet::ClaimRef& claim) {
-  return MetadataClaim{claim.namespace_name, claim.name, claim.uid, 1, std::nullopt};
+// pod_claim_name (the claim's pod-claim-name annotation) picks the resourceclaimtemplates/ path; the
+// host directory, and so the removal at unprepare, depends on the namespace and name only.
+MetadataClaim metadata_claim(const kubelet::ClaimRef& claim, std::optional<std::string> pod_claim_name = {}) {
+  return MetadataClaim{claim.namespace_name, claim.name, claim.uid, 1, std::move(pod_claim_name)};
 }
 }  // namespace
 
 Result<std::vector<cdi::Mount>> VfioStep::write_metadata(const kubelet::ClaimRef& ref,
+                                                         const std::optional<std::string>& pod_claim_name,
                                                          std::vector<MetadataDevice> devices) const {
-  const auto claim = metadata_claim(ref);
+  const auto claim = metadata_claim(ref, pod_claim_name);
   if (!metadata_enabled() || devices.empty()) return std::vector<cdi::Mount>{};
   for (auto& d : devices)
     if (options_.published)

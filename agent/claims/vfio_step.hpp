@@ -81,7 +81,9 @@ class VfioStep {
   // spec-level edits) and their removal at unprepare/rollback (missing is fine).
   bool metadata_enabled() const { return !options_.metadata_root.empty(); }
   boost::json::object checkpoint_metadata(const std::string& device) const;
+  // `pod_claim_name`: the claim's pod-claim-name annotation (made from a template), if any.
   Result<std::vector<cdi::Mount>> write_metadata(const kubelet::ClaimRef& claim,
+                                                 const std::optional<std::string>& pod_claim_name,
                                                  std::vector<MetadataDevice> devices) const;
   Status remove_metadata(const kubelet::ClaimRef& claim) const;
 

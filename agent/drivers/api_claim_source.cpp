@@ -19,6 +19,7 @@ boost::asio::awaitable<Result<claims::ClaimAllocation>> ApiClaimSource::get(kube
   if (!found) co_return found.error();
   claims::ClaimAllocation out;
   out.uid = found->claim.uid;  // lookup_claim has checked it equals kubelet's
+  out.pod_claim_name = found->pod_claim_name;
   for (const auto& d : found->devices) {
     claims::AllocationResult result{d.request, driver_, d.pool, d.device};
     result.admin_access = d.admin_access;

@@ -46,6 +46,18 @@ TEST(ClaimLookup, ExtractsOnlyThisDriversResultsAndConfigsClassFirst) {
   EXPECT_EQ(got->devices[0].configs.back().config, 1u);  // the claim's config has the last word
 }
 
+TEST(ClaimLookup, ReadsThePodClaimNameOfAClaimMadeFromATemplate) {
+  auto c = claim(json::array{result("gpu", "gpu.nvidia.com", "gpu-0")}, json::array{});
+  auto plain = parse_claim_allocation(json::serialize(c), kRef, "gpu.nvidia.com");
+  ASSERT_TRUE(plain.ok()) << plain.error().describe();
+  EXPECT_FALSE(plain->pod_claim_name.has_value());
+  c["metadata"].as_object()["annotations"] =
+      json::object{{"resource.kubernetes.io/pod-claim-name", "my-gpu"}, {"other", "x"}};
+  auto made = parse_claim_allocation(json::serialize(c), kRef, "gpu.nvidia.com");
+  ASSERT_TRUE(made.ok()) << made.error().describe();
+  EXPECT_EQ(made->pod_claim_name, std::optional<std::string>("my-gpu"));
+}
+
 TEST(ClaimLookup, SubrequestResultsMatchExactAndParentRequestNames) {
   auto c = claim(json::array{result("gpu/small", "gpu.nvidia.com", "gpu-0-mig-1g10gb-19-0")},
                  json::array{config("FromClaim", json::array{"gpu"}, "gpu.nvidia.com", json::object{}),

@@ -235,11 +235,12 @@ class SimulatedNode:
 
     # --- the cluster -------------------------------------------------------------------------
     def allocate(self, name, results, configs=(), namespace="default", driver=GPU, admin_access=False,
-                 share_id=None, capacity=None):
+                 share_id=None, capacity=None, annotations=None):
         """Seeds an allocated ResourceClaim. results: [(request, device)]; configs: [(requests, params)]
         or [(requests, params, source)]; admin_access: every request and result has adminAccess;
         share_id: every result is a share of a multi-allocatable device (shareID), consuming
-        `capacity` ({name: quantity}, also the requests' capacity.requests).
+        `capacity` ({name: quantity}, also the requests' capacity.requests); annotations: the claim's
+        (e.g. resource.kubernetes.io/pod-claim-name, as on a claim made from a template).
         Returns the kubelet Claim (with the API's UID)."""
         requests = sorted({r.split("/")[0] for r, _ in results})
         config = []
@@ -258,7 +259,8 @@ class SimulatedNode:
         if config:
             allocation["devices"]["config"] = config
         obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-               "metadata": {"name": name, "namespace": namespace},
+               "metadata": dict({"name": name, "namespace": namespace},
+                                **({"annotations": dict(annotations)} if annotations else {})),
                "spec": {"devices": {"requests": [{"name": r, "exactly": dict(
                    {"deviceClassName": "gpu.nvidia.com"}, **({"adminAccess": True} if admin_access else {}),
                    **({"capacity": {"requests": dict(capacity)}} if capacity else {}))}

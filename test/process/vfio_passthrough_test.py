@@ -115,6 +115,29 @@ class Passthrough(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.dirname(os.path.dirname(host))))
         self.assertEqual(self.node.cdi_files(), [])
 
+    def test_device_metadata_goes_under_the_pod_claim_name_and_top_level_request_of_a_template_claim(self):
+        # A claim the resource claim controller made from a ResourceClaimTemplate (its pod-claim-name
+        # annotation), allocated for a subrequest of a prioritized list: the kubelet helper's paths use
+        # the pod's claim name and the top-level request, the document the request as allocated.
+        published = self.start()["gpu-vfio-0"]["attributes"]
+        claim = self.node.allocate("pod-1-vm-x7k2p", [("vm/passthrough", "gpu-vfio-0")], configs=[([], VFIO_CONFIG)],
+                                   annotations={"resource.kubernetes.io/pod-claim-name": "vm-gpu"})
+        self.prepare_ok(claim)
+        host = os.path.join(self.metadata_dir(), "default_pod-1-vm-x7k2p", "vm", "metadata.json")
+        with open(host) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["podClaimName"], "vm-gpu")
+        self.assertEqual(doc["requests"], [{"name": "vm/passthrough", "devices": [{
+            "name": "gpu-vfio-0", "driver": GPU, "pool": "gpu-node-1", "attributes": published}]}])
+        spec = self.node.cdi_spec(claim_file(claim))
+        self.assertEqual(spec["containerEdits"]["mounts"], [{
+            "hostPath": host,
+            "containerPath": "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/vm-gpu/vm/"
+                             "gpu.nvidia.com-metadata.json",
+            "options": ["ro", "bind"]}])
+        self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
+        self.assertFalse(os.path.exists(os.path.dirname(os.path.dirname(host))))
+
     def test_without_device_metadata_nothing_is_written(self):
         self.start()
         claim = self.node.allocate("vm-a", [("vm", "gpu-vfio-0")], configs=[(["vm"], VFIO_CONFIG)])
