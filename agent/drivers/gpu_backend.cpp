@@ -166,6 +166,14 @@ Status open_passthrough(GpuBackend::Parts& p, const config::Options& o) {
   return {};
 }
 
+// GPU i's VFIO twin as published. Upstream (addNumaNodeAttribute, for GPUs, MIG and VFIO devices
+// alike) makes numaNode a one-element list under DRAListTypeAttributes.
+PublishedDevice published_vfio(const GpuBackend::Parts& p, std::size_t i, bool list_attributes) {
+  auto d = nvml::published_vfio(p.pci[i], static_cast<unsigned>(i), p.iommufd);
+  if (list_attributes) nvml::use_list_attributes(d);
+  return d;
+}
+
 }  // namespace
 
 void GpuBackend::wire_passthrough(Parts& p, claims::GpuClaimHandlerOptions& ho, const config::Options& o) {
@@ -173,10 +181,10 @@ void GpuBackend::wire_passthrough(Parts& p, claims::GpuClaimHandlerOptions& ho, 
   ho.vfio.iommufd = p.iommufd;
   if (o.gates.enabled(config::gate::kDeviceMetadata)) {  // upstream: VFIO devices only
     ho.vfio.metadata_root = (fs::path(o.kubelet_plugins_dir) / config::kGpuDriverName / "dra-device-metadata").string();
-    ho.vfio.published = [&p](const std::string& name) -> std::optional<PublishedDevice> {
+    ho.vfio.published = [&p, lists = o.gates.enabled(config::gate::kDRAListTypeAttributes)](
+                            const std::string& name) -> std::optional<PublishedDevice> {
       for (std::size_t i = 0; i < p.pci.size(); ++i)
-        if (nvml::vfio_device_name(static_cast<unsigned>(i)) == name)
-          return nvml::published_vfio(p.pci[i], static_cast<unsigned>(i), p.iommufd);
+        if (nvml::vfio_device_name(static_cast<unsigned>(i)) == name) return published_vfio(p, i, lists);
       return std::nullopt;
     };
   }
@@ -340,10 +348,11 @@ DriverResources GpuBackend::current_resources() const {
                              ctx_.options.gates.enabled(config::gate::kDRAListTypeAttributes));
   if (p.fabric) add_fabric_attributes(out, p.fabric_session, p.model);
   if (!p.binder) return out;
-  // VFIO devices after the options: upstream never shares them, and publishes their numaNode as an int.
+  // VFIO devices after the options: upstream never shares them.
+  const bool lists = ctx_.options.gates.enabled(config::gate::kDRAListTypeAttributes);
   for (std::size_t i = 0; i < p.pci.size(); ++i)
     if (p.inventory.find(nvml::vfio_device_name(static_cast<unsigned>(i))))
-      out.devices.push_back(nvml::published_vfio(p.pci[i], static_cast<unsigned>(i), p.iommufd));
+      out.devices.push_back(published_vfio(p, i, lists));
   // While one face of a GPU is prepared, the other is not offered (upstream §2.3).
   const auto withdrawn = claims::withdrawn_twins(p.committer->current(), p.inventory);
   std::erase_if(out.devices, [&](const PublishedDevice& d) {

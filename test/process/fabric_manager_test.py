@@ -28,7 +28,12 @@ PAIR_12 = [("gpu", "gpu-4"), ("gpu", "gpu-7")]  # modules 1, 2: partition 4
 
 def fabric_node(gates="", env=None, socket=True):
     """A simulated HGX H100 node with 4 NVSwitches and FM's library and socket in the driver root."""
-    node = SimulatedNode(profile=PROFILE, gates=gates, env=env)
+    return equip_fabric_manager(SimulatedNode(profile=PROFILE, gates=gates, env=env), socket)
+
+
+def equip_fabric_manager(node, socket=True):
+    """Gives a (not yet started) hgx-h100-nvswitch SimulatedNode its 4 NVSwitches and FM's library and
+    socket in the driver root; returns the node."""
     lib_dir = os.path.join(node.driver_root, "usr/lib/x86_64-linux-gnu")
     os.makedirs(lib_dir, exist_ok=True)
     os.symlink(MOCK_FM, os.path.join(lib_dir, "libnvfm.so.1"))

@@ -7,10 +7,14 @@ import unittest
 
 import yaml
 
+from fabric_manager_test import equip_fabric_manager
 from gpu_node import GPU, SimulatedNode
 from nvdra_testlib import SOURCE_DIR
 
-PROFILES = ("dgx-a100", "hgx-h100", "gb200-nvl", "l4")
+# Every mock machine, with the gate that makes it what it is (its extra devices and attributes).
+PROFILES = {"dgx-a100": "", "hgx-h100": "", "gb200-nvl": "", "l4": "",
+            "hgx-h100-nvswitch": "FabricManagerPartitioning=true",  # gpuModuleID, partitionN
+            "passthrough": "PassthroughSupport=true"}               # the VFIO twins
 VERSIONS = ((1, 34), (1, 35), (1, 36), (1, 37))
 SHARES = "ConsumableShares=true,DRAListTypeAttributes=true"
 NUMA = "resource.kubernetes.io/numaNode"
@@ -28,9 +32,13 @@ def bus_ids(profile):
 
 
 class ServerVersions(unittest.TestCase):
-    def node(self, profile, version, gates=SHARES, args=("--consumable-shares", "3"), api_gates=None):
-        node = SimulatedNode(profile=profile, api_version=version, gates=gates, args=args, api_gates=api_gates)
+    def node(self, profile, version, gates=SHARES, args=("--consumable-shares", "3"), api_gates=None,
+             api_options=None):
+        node = SimulatedNode(profile=profile, api_version=version, gates=gates, args=args, api_gates=api_gates,
+                             api_options=api_options)
         self.addCleanup(node.cleanup)
+        if "FabricManagerPartitioning=true" in gates:
+            equip_fabric_manager(node)
         # NUMA nodes where discovery reads them (<host root>/sys), so numaNode is published.
         for i, bdf in enumerate(bus_ids(profile)):
             d = os.path.join(node.host_root, "sys", "bus", "pci", "devices", bdf)
@@ -45,16 +53,28 @@ class ServerVersions(unittest.TestCase):
         return [s for s in items if s["spec"]["driver"] == GPU]
 
     def test_every_profile_is_accepted_by_every_version(self):
-        for profile in PROFILES:
+        for profile, gate in PROFILES.items():
             for version in VERSIONS:
                 with self.subTest(profile=profile, version=version):
                     # The double's defaults for its own gates: consumable capacity on from 1.36,
                     # list attributes (alpha) switched on here so that 1.36+ keeps them.
-                    node = self.node(profile, version, api_gates={"DRAListTypeAttributes": True})
+                    node = self.node(profile, version, gates=",".join(filter(None, (SHARES, gate))),
+                                     api_gates={"DRAListTypeAttributes": True})
                     self.assertEqual(node.api.rejections, [], "the API server refused a write")
                     devices = node.published()
                     gpus = [d for d in devices.values() if d["attributes"]["type"]["string"] in ("gpu", "mig")]
                     self.assertTrue(gpus, profile)
+                    if profile == "hgx-h100-nvswitch":
+                        self.assertEqual(devices["gpu-0"]["attributes"]["partition8"], {"int": 1})
+                    # VFIO twins: never shared; numaNode a list where lists are taken, as upstream's
+                    # addNumaNodeAttribute does for every kind of device.
+                    vfio = [d for d in devices.values() if d["attributes"]["type"]["string"] == "vfio"]
+                    self.assertEqual(bool(vfio), profile == "passthrough")
+                    for d in vfio:
+                        numa = d["attributes"][NUMA]
+                        self.assertEqual(list(numa), ["ints"] if version >= (1, 36) else ["int"], d["name"])
+                        self.assertEqual(len(numa.get("ints", [0])), 1, d["name"])
+                        self.assertNotIn("allowMultipleAllocations", d)
                     for d in gpus:
                         numa = d["attributes"].get(NUMA)
                         self.assertIsNotNone(numa, d["name"])
@@ -104,6 +124,18 @@ class ServerVersions(unittest.TestCase):
         node = self.node("l4", (1, 37), gates="DRAListTypeAttributes=true", args=(),
                          api_gates={"DRAListTypeAttributes": True})
         self.assertEqual(node.published()["gpu-0"]["attributes"][NUMA], {"ints": [0]})
+        node.stop()
+
+    def test_discovery_not_the_version_number_decides(self):
+        # A 1.36 server (by /version) whose OpenAPI document is 1.35's, so it does not serve list-valued
+        # attributes (and, validating against that document, would refuse them): the agent reads the
+        # document and publishes the single value; a guess from the version number would send the list.
+        node = self.node("l4", (1, 36), gates="DRAListTypeAttributes=true", args=(),
+                         api_gates={"DRAListTypeAttributes": True}, api_options={"openapi_version": (1, 35)})
+        self.assertEqual(node.published()["gpu-0"]["attributes"][NUMA], {"int": 0})
+        self.assertEqual(node.api.rejections, [])
+        self.assertIn("list attributes not served", node.agent_log())
+        self.assertNotIn("dropped list-valued attributes", node.agent_log())
         node.stop()
 
     def test_publisher_reads_the_servers_openapi(self):

@@ -65,9 +65,13 @@ class ApiServerDouble:
     """Start with start(); the URL, CA and a token are then in .url, .ca_file, .tokens."""
 
     def __init__(self, cert_file, key_file, tokens=("test-token",), version=(1, 35), chunking="mixed",
-                 bookmark_interval=1.0, seed=None, gates=None):
+                 bookmark_interval=1.0, seed=None, gates=None, openapi_version=None):
+        """openapi_version: the version whose OpenAPI documents are served and validated against, where
+        they differ from `version` (which /version reports and whose limits apply): e.g. a 1.36 server
+        with 1.35's documents, one that does not serve list-valued attributes."""
         self.store = Store()
-        self.validator = SchemaValidator(version[1])
+        self.doc_minor = (openapi_version or version)[1]
+        self.validator = SchemaValidator(self.doc_minor)
         # The simulated server's feature gates that clear fields on write (validation.default_gates).
         self.gates = dict(default_gates(version[1]), **(gates or {}))
         self.crd_validator = CrdValidator(self.validator._defs["coordination.k8s.io/v1"])
@@ -222,7 +226,7 @@ class ApiServerDouble:
         if self.crd_validator.handles(gv, kind):
             return self.crd_validator.validate(gv, kind, obj) or check_metadata_name(obj)
         if kind == "ResourceSlice":
-            drop_disabled_fields(obj, self.gates)
+            drop_disabled_fields(obj, self.gates, self.doc_minor)
         problems = self.validator.validate(gv, kind, obj)
         if not problems and kind == "ResourceSlice":
             problems = check_resource_slice(obj, self.version[1], old)
@@ -354,10 +358,10 @@ class ApiHandler(BaseHTTPRequestHandler):
         gv = "resource.k8s.io/v1"
         if path == "/openapi/v3":
             self.send_json(200, {"paths": {f"apis/{gv}": {
-                "serverRelativeURL": f"/openapi/v3/apis/{gv}?hash=v1.{d.version[1]}"}}})
+                "serverRelativeURL": f"/openapi/v3/apis/{gv}?hash=v1.{d.doc_minor}"}}})
             return
         if path == f"/openapi/v3/apis/{gv}":
-            with open(document_path(d.version[1], gv), "rb") as f:
+            with open(document_path(d.doc_minor, gv), "rb") as f:
                 body = f.read()
             self.last_status = 200
             self.log_now()

@@ -50,11 +50,13 @@ def default_gates(minor):
 LIST_KINDS = ("bools", "ints", "strings", "versions")
 
 
-def drop_disabled_fields(obj, gates):
+def drop_disabled_fields(obj, gates, doc_minor=36):
     """What the resourceslice strategy does to a new object when a gate is off: the fields go, the
-    write succeeds. List-valued attributes go as a whole (they hold no other value)."""
+    write succeeds. List-valued attributes go as a whole (they hold no other value). A server whose
+    documents (doc_minor) lack list-valued attributes has no such gate: they stay, for strict
+    validation to refuse as unknown fields."""
     for dev in (obj.get("spec") or {}).get("devices") or []:
-        if not gates.get("DRAListTypeAttributes"):
+        if doc_minor >= 36 and not gates.get("DRAListTypeAttributes"):
             attrs = dev.get("attributes") or {}
             for key in [k for k, v in attrs.items() if isinstance(v, dict) and any(x in v for x in LIST_KINDS)]:
                 del attrs[key]
