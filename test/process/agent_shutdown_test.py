@@ -1,8 +1,8 @@
 """SIGTERM ends the agent cleanly (exit 0) in every state of its API connection (issue #22 item 7):
 the API server down at start, accepting and never answering, down after the agent was ready, a
-write hanging, and idle with its watches open. The stop deadline here only catches a hang; the time
-each stop took is printed (and appended to $NVDRA_SHUTDOWN_FIGURES as JSON lines when set), for
-bench/, not asserted."""
+write hanging, and idle with its watches open. Each stop must take under QUICK (the issue's "within
+a second"; looser under sanitizers, whose start-up and teardown are slow); the time each took is also
+printed (and appended to $NVDRA_SHUTDOWN_FIGURES as JSON lines when set) for bench/."""
 import json
 import os
 import signal
@@ -11,9 +11,11 @@ import unittest
 
 from apiserver_double import outage
 from gpu_node import SimulatedNode
+from nvdra_testlib import SANITIZED
 
 DEADLINE = 60.0
 STOP_DEADLINE = 10.0
+QUICK = 5.0 if SANITIZED else 1.0  # seconds from SIGTERM to exit
 
 
 class ShutdownInEveryApiState(unittest.TestCase):
@@ -32,6 +34,7 @@ class ShutdownInEveryApiState(unittest.TestCase):
             with open(os.environ["NVDRA_SHUTDOWN_FIGURES"], "a") as f:
                 f.write(json.dumps({"state": state, "ms": round(took * 1000, 1)}) + "\n")
         self.assertEqual(code, 0, f"{state}: exit status {code}")
+        self.assertLess(took, QUICK, f"{state}: SIGTERM took {took:.2f} s to end the agent\n{node.agent_log()}")
 
     def test_api_server_down_at_start(self):
         node = self.make_node(serve=False, port=outage.reserve_port())

@@ -167,6 +167,9 @@ class ApiFaultMatrix(unittest.TestCase):
         self.api.reset_requests()
         self.api.add_fault("POST", SLICES, hang=True, count=1)
         self.api.add_fault("WATCH", SLICES, hang=True, count=1)
+        # Cleanups run last-in first-out: the hung handlers are let go before the double is closed,
+        # whether or not the assertions below pass.
+        self.addCleanup(self.api.hang_release.set)
         self.drop_watches_until(lambda log: len(slice_requests(log, "GET", 0, watch=True)) == 1)
         self.wipe()
         self.wait_converged(timeout=DEADLINE + 90)  # the agent gives a request 30 s: watch, then create
@@ -174,7 +177,6 @@ class ApiFaultMatrix(unittest.TestCase):
         self.assertEqual(len(slice_requests(log, "POST", 0)), 1, "the hung create")
         self.assertEqual(len(slice_requests(log, "GET", 0, watch=True)), 1, "the hung watch start")
         self.assert_recreated_once(log)
-        self.api.hang_release.set()
 
     def test_create_whose_answer_is_lost_leaves_no_duplicate(self):
         self.start_and_baseline()

@@ -51,6 +51,39 @@ def read_catalogue():
     return rows
 
 
+
+def claim_areas():
+    """The areas ClaimKind::area (agent/claims/gpu_claim_support.hpp) returns: string literals
+    returned there, not the ones compared with (== "systemd")."""
+    with open(os.path.join(SOURCE_DIR, "agent", "claims", "gpu_claim_support.hpp")) as f:
+        text = f.read()
+    body = text[text.index("std::string_view area("):]
+    body = body[: body.index("\n  }\n")]
+    areas = set(re.findall(r'(?<!== )"([a-z-]+)"', body))
+    if not areas:
+        raise AssertionError("no area found in ClaimKind::area")
+    return sorted(areas)
+
+
+# The steps of the GPU claim handler's crash_point(area, "<step>") (gpu_claim_handler.cpp,
+# gpu_claim_undo.cpp) and the areas (kinds of claim) that reach each; None: every area.
+MPS_AREAS = ("mps-process", "mps-systemd")
+AREA_STEPS = {
+    "prepare.after-started": None,
+    "prepare.after-timeslice-set": ("timeslice",),
+    "prepare.after-compute-mode": MPS_AREAS,
+    "prepare.after-daemon-limits": MPS_AREAS,
+    "prepare.after-cdi-write": None,
+    "prepare.after-completed": None,
+    "unprepare.after-mig-destroy": ("mig-dynamic",),
+    "unprepare.after-daemon-stop": MPS_AREAS,
+    "unprepare.after-compute-mode": MPS_AREAS,
+    "unprepare.after-timeslice-reset": ("timeslice",),
+    "unprepare.after-cdi-remove": None,
+    "unprepare.after-erase": None,
+}
+
+
 class FakeSystemd(compute_domain_test.FakeSystemd):
     """test/imex/fake_systemd1 on a private bus: nvidia-imex.service and the MPS transient units."""
 
@@ -233,14 +266,25 @@ class CrashPoints(unittest.TestCase):
 
     def test_every_literal_point_in_the_sources_is_listed(self):
         listed = {p for p, _ in self.catalogue}
-        found = set()
+        found, steps = set(), set()
         for top in ("agent", "cdi", "nvml", "k8s", "imex", "fm"):
             for root, _, files in os.walk(os.path.join(SOURCE_DIR, top)):
                 for name in files:
                     if name.endswith((".cpp", ".hpp")):
                         with open(os.path.join(root, name)) as f:
-                            found |= set(re.findall(r'\bcrash_point\("([^"]+)"\)', f.read()))
+                            text = f.read()
+                        found |= set(re.findall(r'\bcrash_point\("([^"]+)"\)', text))
+                        # crash_point(area, "<step>"): the area is the claim's kind, known at run time.
+                        steps |= set(re.findall(r'\bcrash_point\(\s*area\s*,\s*"([^"]+)"\s*\)', text))
         self.assertEqual(sorted(found - listed), [], "points placed in the code but missing from crash_points.txt")
+        self.assertTrue(steps, "no crash_point(area, \"…\") found: has the GPU claim handler moved?")
+        self.assertEqual(sorted(steps - set(AREA_STEPS)), [], "a step placed in the code whose areas AREA_STEPS "
+                         "(this file) does not give: add it with the kinds of claim that reach it")
+        self.assertEqual(sorted(set(AREA_STEPS) - steps), [], "AREA_STEPS names a step no longer in the code")
+        areas = claim_areas()
+        missing = sorted(f"{a}.{step}" for step in steps for a in (AREA_STEPS[step] or areas)
+                         if f"{a}.{step}" not in listed)
+        self.assertEqual(missing, [], "crash_point(area, step) points missing from crash_points.txt")
 
     def run_scenario(self, name):
         points = [p for p, s in self.catalogue if s == name]
