@@ -140,6 +140,7 @@ awaitable<Reflector::Next> Reflector::watch() {
       if (!very_short) backoff_.reset();
       const auto delay = backoff_.next();
       ++stats_.drops;
+      stats_.last_drop_pause = delay;
       log->info("watch {} dropped: {}; resuming in {} ms", type_.plural, err.describe(), delay.count());
       co_await sleep(delay);
       co_return Next::kResume;

@@ -52,6 +52,7 @@ class Reflector {
     uint64_t errors = 0;          // failed list/watch attempts (backed off)
     uint64_t skipped_events = 0;  // oversized or malformed
     uint64_t drops = 0;           // streams cut by the server or the network (resumed after a backoff)
+    std::chrono::milliseconds last_drop_pause{0};  // the pause before resuming after the latest drop
   };
   struct Entry {
     std::string resource_version;

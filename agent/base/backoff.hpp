@@ -1,8 +1,10 @@
 #pragma once
 // In agent/base so the leaf folders (k8s) share it with the runtime.
-// Capped exponential backoff with full jitter, as client-go's wait.Backoff does it: the delay
-// doubles per attempt up to `cap`, and a random fraction of it is used so that restarting peers
-// do not retry in lock-step.
+// Capped exponential backoff with equal jitter: the ceiling doubles per attempt up to `cap`, and each
+// delay is drawn uniformly from [ceiling/2, ceiling]. Half is fixed so that the delay keeps growing
+// (full jitter, [0, ceiling], can retry at once however long the outage), half random so that peers
+// cut off together (an API server restart) do not retry in lock-step. client-go's wait.Backoff
+// jitters upwards instead ([d, d·(1+jitter)]); the spread is the same idea.
 #include <algorithm>
 #include <chrono>
 #include <random>
