@@ -1,12 +1,11 @@
 #include "k8s/https_api_server.hpp"
 
-#include <simdjson.h>
-
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
 #include <cctype>
 
+#include "k8s/api_responses.hpp"
 #include "k8s/https_transport.hpp"
 
 namespace nvdra::k8s {
@@ -35,51 +34,6 @@ ApiResult<T> check(const ApiResult<HttpResponse>& res) {
 }
 
 bool success(const ApiResult<HttpResponse>& res) { return res && res->status >= 200 && res->status < 300; }
-
-int leading_int(std::string_view s) {
-  int v = 0;
-  for (char c : s) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) break;
-    v = v * 10 + (c - '0');
-  }
-  return v;
-}
-
-ApiResult<ListResult> parse_list(const std::string& body) {
-  namespace od = simdjson::ondemand;
-  od::parser parser;
-  simdjson::padded_string padded(body);
-  od::document doc;
-  ListResult out;
-  auto bad = [](const char* what) { return make_local_error(kReasonBadResponse, std::string("list response: ") + what); };
-  if (parser.iterate(padded).get(doc)) return bad("not JSON");
-  od::object root;
-  if (doc.get_object().get(root)) return bad("not an object");
-  for (auto field : root) {
-    std::string_view key;
-    if (field.unescaped_key().get(key)) return bad("unreadable key");
-    if (key == "metadata") {
-      od::object meta;
-      if (field.value().get_object().get(meta)) return bad("metadata is not an object");
-      for (auto m : meta) {
-        std::string_view mk, mv;
-        if (m.unescaped_key().get(mk)) return bad("unreadable metadata key");
-        if (mk == "resourceVersion" && !m.value().get_string().get(mv)) out.resource_version = mv;
-        if (mk == "continue" && !m.value().get_string().get(mv)) out.continue_token = mv;
-      }
-    } else if (key == "items") {
-      od::array items;
-      if (field.value().get_array().get(items)) continue;  // "items": null for an empty list
-      for (auto item : items) {
-        std::string_view raw;
-        od::object obj;
-        if (item.get_object().get(obj) || obj.raw_json().get(raw)) return bad("malformed item");
-        out.items.emplace_back(raw);
-      }
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -137,7 +91,7 @@ awaitable<ApiResult<ListResult>> HttpsApiServer::list(ResourceType type, std::st
   add_query(target, "continue", options.continue_token);
   auto res = co_await impl_->transport->exchange(HttpMethod::kGet, std::move(target), {});
   if (!success(res)) co_return check<ListResult>(res);
-  co_return parse_list(res->body);
+  co_return parse_list_response(res->body);
 }
 
 awaitable<ApiResult<std::unique_ptr<WatchStream>>> HttpsApiServer::watch(ResourceType type, std::string ns,
@@ -196,24 +150,7 @@ awaitable<ApiResult<std::string>> HttpsApiServer::get_path(std::string path) {
 awaitable<ApiResult<ServerVersion>> HttpsApiServer::version() {
   auto res = co_await impl_->transport->exchange(HttpMethod::kGet, "/version", {});
   if (!success(res)) co_return check<ServerVersion>(res);
-  namespace od = simdjson::ondemand;
-  od::parser parser;
-  simdjson::padded_string padded(res->body);
-  od::document doc;
-  ServerVersion v;
-  od::object root;
-  if (parser.iterate(padded).get(doc) || doc.get_object().get(root)) {
-    co_return make_local_error(kReasonBadResponse, "/version: not a JSON object");
-  }
-  for (auto field : root) {
-    std::string_view key, text;
-    if (field.unescaped_key().get(key) || field.value().get_string().get(text)) continue;
-    if (key == "major") v.major = leading_int(text);
-    if (key == "minor") v.minor = leading_int(text);  // "35+" on some distributions
-    if (key == "gitVersion") v.git_version = text;
-  }
-  if (v.major == 0) co_return make_local_error(kReasonBadResponse, "/version: no \"major\" field");
-  co_return v;
+  co_return parse_version_response(res->body);
 }
 
 }  // namespace nvdra::k8s

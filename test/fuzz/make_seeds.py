@@ -75,6 +75,42 @@ SEEDS = {
         "err-array.json": "[]",
         "err-not-json.json": "{",
     },
+    "list_response": {
+        "ok-two-items.json": dump({"kind": "ResourceClaimList", "apiVersion": "resource.k8s.io/v1",
+                                   "metadata": {"resourceVersion": "42", "continue": "c2"},
+                                   "items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}),
+        "ok-null-items.json": dump({"metadata": {"resourceVersion": "1"}, "items": None}),
+        "err-item-not-object.json": dump({"metadata": {}, "items": [1]}),
+        "err-metadata-not-object.json": dump({"metadata": "rv", "items": []}),
+        "err-not-json.json": "{\"items\":[",
+    },
+    "server_version": {
+        "ok-release.json": dump({"major": "1", "minor": "35", "gitVersion": "v1.35.2", "platform": "linux/amd64"}),
+        "ok-distribution-plus.json": dump({"major": "1", "minor": "34+", "gitVersion": "v1.34.1-eks-1"}),
+        "err-no-major.json": dump({"minor": "35"}),
+        "err-major-not-string.json": dump({"major": 1, "minor": "35"}),
+        "err-array.json": "[]",
+    },
+    "openapi_index": {
+        "ok-index.json": dump({"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=AB"},
+                                         "apis/resource.k8s.io/v1": {
+                                             "serverRelativeURL": "/openapi/v3/apis/resource.k8s.io/v1?hash=CD"}}}),
+        "err-not-listed.json": dump({"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1"}}}),
+        "err-no-url.json": dump({"paths": {"apis/resource.k8s.io/v1": {}}}),
+        "err-no-paths.json": dump({"openapi": "3.0.0"}),
+    },
+    "openapi_document": {
+        "ok-1-36.json": dump({"components": {"schemas": {
+            "io.k8s.api.resource.v1.Device": {"properties": {"name": {}, "allowMultipleAllocations": {}}},
+            "io.k8s.api.resource.v1.DeviceAttribute": {"properties": {"int": {}, "ints": {}}}}}}),
+        "ok-1-33.json": dump({"components": {"schemas": {
+            "io.k8s.api.resource.v1.Device": {"properties": {"name": {}}},
+            "io.k8s.api.resource.v1.DeviceAttribute": {"properties": {"int": {}}}}}}),
+        "err-no-attribute-schema.json": dump({"components": {"schemas": {
+            "io.k8s.api.resource.v1.Device": {"properties": {}}}}}),
+        "err-no-properties.json": dump({"components": {"schemas": {"io.k8s.api.resource.v1.Device": {}}}}),
+        "err-not-json.json": "{\"components\":",
+    },
     "compute_domain": {
         "ok-compute-domain.json": dump(CD),
         "ok-deleting.json": dump(dict(CD, metadata=dict(CD["metadata"], deletionTimestamp="2025-01-02T03:04:05Z"))),
