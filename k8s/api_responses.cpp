@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <cctype>
+#include <optional>
 #include <string>
 
 namespace nvdra::k8s {
@@ -11,11 +12,15 @@ namespace od = simdjson::ondemand;
 
 namespace {
 
-int leading_int(std::string_view s) {
+// The leading digits of "35", "35+"; std::nullopt past kMaxVersionPart, which no version reaches
+// (found by fuzzing: "21111111111…+" overflowed an int).
+constexpr int kMaxVersionPart = 1000000;
+std::optional<int> leading_int(std::string_view s) {
   int v = 0;
   for (char c : s) {
     if (!std::isdigit(static_cast<unsigned char>(c))) break;
     v = v * 10 + (c - '0');
+    if (v > kMaxVersionPart) return std::nullopt;
   }
   return v;
 }
@@ -28,6 +33,14 @@ ApiResult<ListResult> parse_list_response(std::string_view body) {
   od::document doc;
   ListResult out;
   auto bad = [](const char* what) { return make_local_error(kReasonBadResponse, std::string("list response: ") + what); };
+  // On-demand parsing checks only what it reads: an item's raw_json() skips its inside unchecked
+  // (found by fuzzing: {"items":[{"metadata":{"nae"}"a":m}]} came out as an item). Validate the
+  // whole body first; the items then keep their exact bytes.
+  {
+    simdjson::dom::parser validator;
+    simdjson::dom::element whole;
+    if (validator.parse(padded).get(whole)) return bad("not JSON");
+  }
   if (parser.iterate(padded).get(doc)) return bad("not JSON");
   od::object root;
   if (doc.get_object().get(root)) return bad("not an object");
@@ -68,9 +81,15 @@ ApiResult<ServerVersion> parse_version_response(std::string_view body) {
   for (auto field : root) {
     std::string_view key, text;
     if (field.unescaped_key().get(key) || field.value().get_string().get(text)) continue;
-    if (key == "major") v.major = leading_int(text);
-    if (key == "minor") v.minor = leading_int(text);  // "35+" on some distributions
-    if (key == "gitVersion") v.git_version = text;
+    if (key != "major" && key != "minor") {
+      if (key == "gitVersion") v.git_version = text;
+      continue;
+    }
+    const auto n = leading_int(text);  // "35+" on some distributions
+    if (!n)
+      return make_local_error(kReasonBadResponse, "/version: \"" + std::string(key) + "\" is not a version number: \"" +
+                                                      std::string(text.substr(0, 40)) + "\"");
+    (key == "major" ? v.major : v.minor) = *n;
   }
   if (v.major == 0) return make_local_error(kReasonBadResponse, "/version: no \"major\" field");
   return v;

@@ -89,6 +89,7 @@ SEEDS = {
         "ok-distribution-plus.json": dump({"major": "1", "minor": "34+", "gitVersion": "v1.34.1-eks-1"}),
         "err-no-major.json": dump({"minor": "35"}),
         "err-major-not-string.json": dump({"major": 1, "minor": "35"}),
+        "err-minor-too-large.json": dump({"major": "1", "minor": "99999999999", "gitVersion": "v1.99999999999.0"}),
         "err-array.json": "[]",
     },
     "openapi_index": {
