@@ -107,8 +107,11 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
   const auto& claims = committer_.current().claims;
   if (auto it = claims.find(claim.uid); it != claims.end()) {
     if (it->second.state == ClaimState::kPrepareCompleted) {
-      auto groups = decode_prepared_groups(it->second.prepared_devices, claim.describe());
+      const CheckpointedClaim entry = it->second;  // a copy: the map may change while we are suspended
+      auto groups = decode_prepared_groups(entry.prepared_devices, claim.describe());
       if (!groups) co_return groups.error();
+      // The answer stands, but only with its CDI spec on disk: one damaged since is written again.
+      if (auto spec = co_await ensure_spec(claim, entry); !spec) co_return spec.error();
       co_return to_prepared_devices(*groups);
     }
     // A prepare that stopped half-way (error, cancellation, crash): undo it, then start afresh.

@@ -65,6 +65,10 @@ struct GpuClaimHandlerOptions {
   // After a claim with a VFIO device or a twinned GPU was prepared or undone: the published
   // devices change (one face of a GPU is withdrawn while the other is prepared).
   std::function<void()> on_devices_changed;
+  // A prepared claim's CDI spec was missing or not valid JSON and was rewritten from its checkpoint
+  // entry (repeated prepare or start-up); `note` says which file and what was wrong. The handler
+  // logs it too; the agent also records a Warning Event.
+  std::function<void(const kubelet::ClaimRef&, const std::string& note)> on_spec_rewritten;
 };
 
 // Whether a checkpointed claim still exists in the API (same namespace, name and UID).
@@ -78,6 +82,7 @@ struct RecoveryReport {
   std::vector<std::string> orphan_specs;   // CDI claim spec files no checkpoint entry owned
   std::vector<std::string> orphan_migs;    // DynamicMIG: MIG devices no prepared claim owned, destroyed
   std::vector<std::string> recreated_migs; // DynamicMIG: "<claim uid>/<device>" found missing and recreated
+  std::vector<std::string> rewritten_specs; // CDI specs of prepared claims found missing or malformed, rewritten
   std::vector<Error> errors;               // per claim/file; the rest carried on
 };
 
@@ -133,6 +138,13 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   boost::asio::awaitable<Status> undo_claim(kubelet::ClaimRef claim, std::vector<UndoGroup> groups);
   Result<std::vector<UndoGroup>> undo_groups(const std::string& uid, const CheckpointedClaim& entry) const;
   std::vector<std::string> time_sliced_elsewhere(const std::string& uid) const;
+  // The claim's CDI spec damaged on disk after its prepare (missing, or not a JSON object) is written
+  // again from the checkpointed devices (claim_spec_repair.cpp); the intact case only reads it. Sets
+  // `note` to what was wrong when it rewrote the spec; an error when it cannot (VFIO devices, whose
+  // edits come from the bound device). Blocking (file I/O): call on the worker pool.
+  Status repair_spec(const kubelet::ClaimRef& claim, const std::vector<PreparedGroup>& groups, std::string& note);
+  // repair_spec on the pool, then the log line and on_spec_rewritten. Rewritten: true.
+  boost::asio::awaitable<Result<bool>> ensure_spec(const kubelet::ClaimRef& claim, const CheckpointedClaim& entry);
   MpsDaemon mps_daemon(const std::string& id, std::vector<std::string> uuids, MpsPlan plan) const;
   // DynamicMIG helpers (dynamic_mig_recovery.cpp).
   UndoGroup undo_of(const PlannedGroup& group, const std::string& uid,

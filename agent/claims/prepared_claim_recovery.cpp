@@ -38,20 +38,34 @@ boost::asio::awaitable<RecoveryReport> GpuClaimHandler::recover(ClaimExists exis
       continue;
     }
     if (entry.state != ClaimState::kPrepareCompleted) continue;
-    if (entry.name.empty()) continue;  // written by a plugin that did not record the name: cannot ask
-    auto still = co_await exists(claim);
-    if (!still) {
-      report.errors.push_back(still.error());
-      continue;
+    // A claim without a recorded name (an older plugin's entry) cannot be asked about; one the API
+    // still has, or that cannot be asked now, stays prepared.
+    bool gone = false;
+    if (!entry.name.empty()) {
+      auto still = co_await exists(claim);
+      if (!still) report.errors.push_back(still.error());
+      else gone = !*still;
     }
-    if (*still) continue;
-    if (auto st = co_await unprepare(claim); st) report.unprepared.push_back(uid);
-    else report.errors.push_back(st.error());
+    if (gone) {
+      if (auto st = co_await unprepare(claim); st) report.unprepared.push_back(uid);
+      else report.errors.push_back(st.error());
+    }
   }
 
   if (dynamic_mig_ && !inventory_.dynamic_gpus().empty()) co_await reconcile_dynamic_mig(report);
   if (options_.fabric)
     if (auto st = co_await options_.fabric->reconcile(); !st) report.errors.push_back(st.error());
+
+  // The claims that stay prepared (MIG devices recreated above included) get their CDI spec back if
+  // it was damaged on disk meanwhile.
+  const auto kept = committer_.current().claims;
+  for (const auto& [uid, entry] : kept) {
+    if (entry.state != ClaimState::kPrepareCompleted) continue;
+    const kubelet::ClaimRef claim{entry.ns, entry.name, uid};  // named, not a braced temporary (GCC PR 99576)
+    auto spec = co_await ensure_spec(claim, entry);
+    if (!spec) report.errors.push_back(spec.error());
+    else if (*spec) report.rewritten_specs.push_back(uid);
+  }
 
   // optional: co_spawn needs a default-constructible result type.
   auto listed = co_await pool_.run([this] { return std::optional(specs_.list()); });

@@ -19,6 +19,9 @@ inline constexpr const char* kActionUnprepare = "UnprepareResourceClaim";
 inline constexpr const char* kReasonCheckpointUnreadable = "CheckpointUnreadable";
 inline constexpr const char* kReasonCheckpointReplaced = "CheckpointReplaced";
 inline constexpr const char* kActionLoadCheckpoint = "LoadCheckpoint";
+inline constexpr const char* kReasonCdiSpecRemoved = "OrphanCDISpecRemoved";  // a claim spec no entry owns
+inline constexpr const char* kReasonCdiSpecRewritten = "CDISpecRewritten";     // a prepared claim's, damaged
+inline constexpr const char* kActionRecoverCdiSpecs = "RecoverCDISpecs";
 inline constexpr const char* kReasonImexUnitDown = "IMEXUnitDown";
 inline constexpr const char* kActionCheckImexUnit = "CheckIMEXUnit";
 

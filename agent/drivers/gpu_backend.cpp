@@ -21,6 +21,7 @@
 #include "agent/drivers/checkpoint_rebuild.hpp"
 #include "agent/drivers/device_health_monitor.hpp"
 #include "agent/drivers/driver_checkpoint.hpp"
+#include "agent/drivers/event_reporting.hpp"
 #include "agent/drivers/node_fabric.hpp"
 #include "agent/drivers/node_gpus.hpp"
 #include "agent/metrics/metrics.hpp"
@@ -278,6 +279,10 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
     p.fabric->on_change([this] { publish_fabric_status(); });
     ho.fabric = p.fabric.get();
   }
+  ho.on_spec_rewritten = [this, node = o.node_name](const kubelet::ClaimRef&, const std::string& note) {
+    warn_about_node(events_, node, kReasonCdiSpecRewritten, kActionRecoverCdiSpecs,
+                    "driver " + std::string(config::kGpuDriverName) + ": " + note);
+  };
   if (passthrough) wire_passthrough(p, ho, o);
   p.handler = std::make_unique<claims::GpuClaimHandler>(ctx_.workers, *p.source, p.inventory, *p.committer, *p.specs,
                                                         *p.mps, ho);
@@ -303,7 +308,12 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   const auto report = co_await p.handler->recover(std::move(exists));
   for (const auto& uid : report.rolled_back) log->info("claim uid={} unfinished prepare rolled back", uid);
   for (const auto& uid : report.unprepared) log->info("claim uid={} gone from the API: unprepared", uid);
-  for (const auto& f : report.orphan_specs) log->info("cdi spec={} owned by no claim: removed", f);
+  for (const auto& f : report.orphan_specs) {
+    log->warn("cdi spec={} owned by no claim: removed", f);
+    warn_about_node(events_, o.node_name, kReasonCdiSpecRemoved, kActionRecoverCdiSpecs,
+                    "driver " + std::string(config::kGpuDriverName) + ": CDI spec " + f +
+                        " is owned by no prepared claim (foreign, malformed or left behind): removed");
+  }
   for (const auto& m : report.orphan_migs) log->info("mig device={} owned by no claim: destroyed", m);
   for (const auto& m : report.recreated_migs) log->info("mig device={} of a prepared claim was missing: recreated", m);
   for (const auto& e : report.errors) {

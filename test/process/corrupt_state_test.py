@@ -3,7 +3,8 @@ bad checksum, cut short, of an unknown (newer) version, of another boot, or unre
 that are not the agent's or are malformed. Each has the outcome the README documents: the agent
 starts and serves (never a crash loop), a bad file is moved aside with a timestamp, the claims still
 prepared are rebuilt from their CDI specs and the API, and a log line and a Warning Event
-(CheckpointReplaced, regarding the Node) say what happened."""
+(CheckpointReplaced, OrphanCDISpecRemoved or CDISpecRewritten, regarding the Node) say what happened;
+a prepared claim's spec damaged on disk is written again (at start-up and at its next prepare)."""
 import json
 import os
 import re
@@ -65,13 +66,38 @@ class CorruptState(unittest.TestCase):
 
     def replaced_event(self, needle):
         """The CheckpointReplaced Warning regarding the Node, once its note contains `needle`."""
+        return self.node_event("CheckpointReplaced", "LoadCheckpoint", needle)
+
+    def node_event(self, reason, action, needle):
+        """The one Warning of `reason` regarding the Node whose note contains `needle`, once it is there."""
         def wanted(items):
-            return [e for e in items if e.get("reason") == "CheckpointReplaced" and needle in e.get("note", "")]
+            return [e for e in items if e.get("reason") == reason and needle in e.get("note", "")]
         items = self.node.api.wait_for_objects("events.k8s.io/v1", "events", lambda items: wanted(items), DEADLINE)
         [event] = wanted(items)
         self.assertEqual((event["type"], event["action"], event["regarding"]["kind"], event["regarding"]["name"]),
-                         ("Warning", "LoadCheckpoint", "Node", self.node.node))
+                         ("Warning", action, "Node", self.node.node))
         return event
+
+    def wait_occurrences(self, reason, action, n):
+        """Waits until Warnings of `reason` regarding the Node count `n` occurrences: isomorphic Events (the
+        note is not part of client-go's key) become one Event with a series."""
+        def occurrences(items):
+            return sum((e.get("series") or {}).get("count", 1) for e in items if e.get("reason") == reason)
+        items = self.node.api.wait_for_objects("events.k8s.io/v1", "events", lambda items: occurrences(items) >= n,
+                                               DEADLINE)
+        self.assertEqual(occurrences(items), n)
+        events = [e for e in items if e.get("reason") == reason]
+        for e in events:
+            self.assertEqual((e["type"], e["action"], e["regarding"]["kind"], e["regarding"]["name"]),
+                             ("Warning", action, "Node", self.node.node))
+        return events
+
+    def spec_path(self, claim):
+        return os.path.join(self.node.dirs.cdi, f"k8s.gpu.nvidia.com-claim_{claim.uid}.yaml")
+
+    def read_spec(self, claim):
+        with open(self.spec_path(claim), "rb") as f:
+            return f.read()
 
     def assert_rebuilt_and_unprepares_cleanly(self):
         """Every claim is back as prepared: the same answer, then an unprepare that undoes it all."""
@@ -193,9 +219,43 @@ class CorruptState(unittest.TestCase):
         self.node.start()
         self.assertEqual(self.node.cdi_files(), sorted(list(foreign) + ours))
         self.assertIn(f"cdi spec={orphan} owned by no claim: removed", self.node.agent_log())
+        event = self.node_event("OrphanCDISpecRemoved", "RecoverCDISpecs", orphan)
+        self.assertIn("owned by no prepared claim", event["note"])
+        notes = [e.get("note", "") for e in self.node.api.objects("events.k8s.io/v1", "events")]
+        self.assertEqual([n for n in notes if any(name in n for name in foreign)], [], "files not ours are no news")
         self.assertEqual(self.node.gpu().prepare(self.claims), self.answer)
         self.assertEqual(set(self.node.gpu().unprepare(self.claims).values()), {""})
         self.assertEqual(self.node.cdi_files(), sorted(foreign))
+
+    def test_a_prepared_claims_damaged_spec_is_rewritten_at_start_and_at_its_next_prepare(self):
+        plain, sliced, mps = self.claims
+        good = {c.uid: self.read_spec(c) for c in self.claims}
+        # Damaged while the agent was down: one cut short, one gone; the start-up writes both again.
+        with open(self.spec_path(plain), "r+b") as f:
+            f.truncate(len(good[plain.uid]) // 2)
+        os.remove(self.spec_path(sliced))
+        self.node.start()
+        notes = []
+        for claim, what in ((plain, "not valid JSON"), (sliced, "missing")):
+            notes.append(f"CDI spec k8s.gpu.nvidia.com-claim_{claim.uid}.yaml of prepared claim {claim.namespace}/"
+                         f"{claim.name} ({claim.uid}) was {what}: rewritten from the checkpoint")
+            self.assertEqual(self.read_spec(claim), good[claim.uid], "the same spec as prepare wrote")
+            self.assertIn(notes[-1], self.node.agent_log())
+        [event] = self.wait_occurrences("CDISpecRewritten", "RecoverCDISpecs", 2)
+        self.assertTrue(any(n in event["note"] for n in notes), event["note"])
+        self.assertEqual(self.node.checkpoint(), self.checkpoint_before, "nothing else changed")
+        # Damaged while it runs (the MPS claim: its daemon's mounts are in the spec): the next prepare,
+        # kubelet's after a restart, answers as before and writes the spec again.
+        with open(self.spec_path(mps), "wb") as f:
+            f.write(b"\x00garbage")
+        self.assertEqual(self.node.gpu().prepare(self.claims), self.answer)
+        self.assertEqual(self.read_spec(mps), good[mps.uid])
+        self.assertIn(f"CDI spec k8s.gpu.nvidia.com-claim_{mps.uid}.yaml of prepared claim {mps.namespace}/{mps.name} "
+                      f"({mps.uid}) was not valid JSON: rewritten from the checkpoint", self.node.agent_log())
+        self.wait_occurrences("CDISpecRewritten", "RecoverCDISpecs", 3)
+        self.assertEqual(self.read_spec(plain), good[plain.uid], "an intact spec is left as it is")
+        self.assertEqual(set(self.node.gpu().unprepare(self.claims).values()), {""})
+        self.assertEqual(self.node.cdi_files(), [])
 
     def test_bad_checkpoint_and_a_spec_of_a_claim_the_api_no_longer_has(self):
         self.node.delete_claim(self.claims[0])
