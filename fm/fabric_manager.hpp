@@ -43,7 +43,7 @@ struct Partition {
   bool operator==(const Partition&) const = default;
 };
 
-// "FM_ST_IN_USE (-7)"; an unknown code as "FM return code <n>".
+// "FM_ST_IN_USE (-7)", for every code of nv_fm_types.h (0 to -29); any other as "FM return code <n>".
 std::string return_code_name(int rc);
 
 class FabricManager {
@@ -73,9 +73,10 @@ struct LoadOptions {
 
 Result<std::unique_ptr<FabricManager>> open_fabric_manager(const LoadOptions& options);
 
-// The partitions of an 8-GPU HGX H100/H200 baseboard in Shared NVSwitch mode (FM user guide): one of
-// 8, two of 4, four of 2, eight of 1, ids 1–15; every GPU with `links` NVLinks at `rate_mbps` in
-// multi-GPU partitions. Shared by the fake and the mock's built-in table.
+// The partitions of an 8-GPU HGX H100/H200 baseboard in Shared NVSwitch mode (FM user guide; `fmpm -l`),
+// by module id: 0 [1..8]; 1 [1 2 3 4], 2 [5 6 7 8]; 3 [1 3], 4 [2 4], 5 [5 7], 6 [6 8]; 7..14 [1]..[8].
+// Every GPU with `links` NVLinks at `rate_mbps` in multi-GPU partitions. Shared by the fake and the
+// mock's built-in table.
 std::vector<Partition> hgx8_partitions(unsigned links = 18, unsigned rate_mbps = 25000);
 
 }  // namespace nvdra::fm

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <iterator>
 
 #include "fm/fabric_manager.hpp"
 
@@ -29,19 +30,35 @@ bool Partition::overlaps(const Partition& other) const {
 }
 
 std::string return_code_name(int rc) {
-  static constexpr const char* kNames[] = {"FM_ST_SUCCESS",         "FM_ST_BADPARAM",       "FM_ST_GENERIC_ERROR",
-                                           "FM_ST_NOT_SUPPORTED",   "FM_ST_UNINITIALIZED",  "FM_ST_TIMEOUT",
-                                           "FM_ST_VERSION_MISMATCH", "FM_ST_IN_USE",        "FM_ST_NOT_CONFIGURED",
-                                           "FM_ST_CONNECTION_NOT_VALID", "FM_ST_NVLINK_ERROR"};
-  if (rc <= 0 && rc >= -10) return std::string(kNames[-rc]) + " (" + std::to_string(rc) + ")";
+  // Every fmReturn_t of NVIDIA's nv_fm_types.h (FM 580), in order from 0 down.
+  static constexpr const char* kNames[] = {
+      "FM_ST_SUCCESS",                         "FM_ST_BADPARAM",
+      "FM_ST_GENERIC_ERROR",                   "FM_ST_NOT_SUPPORTED",
+      "FM_ST_UNINITIALIZED",                   "FM_ST_TIMEOUT",
+      "FM_ST_VERSION_MISMATCH",                "FM_ST_IN_USE",
+      "FM_ST_NOT_CONFIGURED",                  "FM_ST_CONNECTION_NOT_VALID",
+      "FM_ST_NVLINK_ERROR",                    "FM_ST_RESOURCE_BAD",
+      "FM_ST_RESOURCE_IN_USE",                 "FM_ST_RESOURCE_NOT_IN_USE",
+      "FM_ST_RESOURCE_EXHAUSTED",              "FM_ST_RESOURCE_NOT_READY",
+      "FM_ST_PARTITION_EXISTS",                "FM_ST_PARTITION_ID_IN_USE",
+      "FM_ST_PARTITION_ID_NOT_IN_USE",         "FM_ST_PARTITION_NAME_IN_USE",
+      "FM_ST_PARTITION_NAME_NOT_IN_USE",       "FM_ST_PARTITION_ID_NAME_MISMATCH",
+      "FM_ST_NOT_READY",                       "FM_ST_RESOURCE_USED_IN_THIS_PARTITION",
+      "FM_ST_RESOURCE_USED_IN_ANOTHER_PARTITION", "FM_ST_PARTITION_MISWIRED_TRUNKS",
+      "FM_ST_PARTITION_INSUFFICIENT_TRUNKS",   "FM_ST_PARTITION_MISSING_SWITCHES",
+      "FM_ST_PARTITION_NETWORK_CONFIG_ERROR",  "FM_ST_PARTITION_ROUTE_PROGRAMMING_ERROR"};
+  constexpr int kLast = -static_cast<int>(std::size(kNames) - 1);
+  if (rc <= 0 && rc >= kLast) return std::string(kNames[-rc]) + " (" + std::to_string(rc) + ")";
   return "FM return code " + std::to_string(rc);
 }
 
 std::vector<Partition> hgx8_partitions(unsigned links, unsigned rate_mbps) {
-  const std::vector<std::vector<unsigned>> sets = {{1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 3, 4}, {5, 6, 7, 8}, {1, 2},
-                                                   {3, 4}, {5, 6}, {7, 8}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}};
+  // FM's default Shared NVSwitch table for HGX H100/H200 (`fmpm -l`): 0 all eight, 1–2 the boards'
+  // halves, 3–6 the pairs [1 3] [2 4] [5 7] [6 8], 7–14 module 1..8 alone.
+  const std::vector<std::vector<unsigned>> sets = {{1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 3, 4}, {5, 6, 7, 8}, {1, 3},
+                                                   {2, 4}, {5, 7}, {6, 8}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}};
   std::vector<Partition> out;
-  unsigned id = 1;
+  unsigned id = 0;
   for (const auto& set : sets) {
     Partition p;
     p.id = id++;

@@ -48,15 +48,21 @@ std::string module_set(const std::vector<unsigned>& modules) {
 }
 
 Result<FabricPlan> plan_fabric(const FabricRequest& req, const std::optional<std::vector<fm::Partition>>& fabric,
-                               const std::string& unavailable, FabricGates gates) {
+                               const std::string& unavailable, FabricGates gates, bool fm_expected) {
   FabricPlan plan;
   const auto& cfg = req.config;
   if (!cfg && !gates.fm_partitioning) return plan;
   if (cfg && (cfg->strategy == "Disabled" || cfg->virtualization_model == "VGPU")) return plan;
   if (!cfg && (req.modules.empty() && req.gpus_without_module.empty())) return plan;  // MIG only: upstream skips
-  if (!cfg && !fabric) return plan;  // upstream: no NVSwitch, no FM, nothing to activate
+  if (!cfg && !fabric && !fm_expected) return plan;  // upstream: no NVSwitch, no FM, nothing to activate
   if (cfg && req.modules.empty() && req.gpus_without_module.empty())
     return field_error("fabricTopologyConfig applies to full GPUs, and this claim has none (MIG devices only)", kBase);
+  if (!fabric && fm_expected)
+    return Error{ErrorCode::kUnavailable,
+                 "fabric manager is not connected (" + unavailable +
+                     "); this node has NVSwitches, so the claim's GPUs need a Fabric Manager partition activated and "
+                     "the claim cannot be prepared until the agent connects (it retries in the background)",
+                 {}, cfg ? kBase : ""};
   if (!fabric)
     return field_error("fabricTopologyConfig needs NVIDIA Fabric Manager, and this node has none: " + unavailable, kBase);
   if (!req.gpus_without_module.empty())
@@ -65,8 +71,10 @@ Result<FabricPlan> plan_fabric(const FabricRequest& req, const std::optional<std
                        cfg ? kBase : "");
   const auto& table = *fabric;
   if (cfg && cfg->max_latency)
-    return field_error("maxLatency cannot be enforced: Fabric Manager reports no latency for a partition, so nvdra "
-                       "will not promise one; remove maxLatency (minBandwidth is checked against FM's NVLink figures)",
+    return field_error("maxLatency is not supported: the fabricTopologyConfig API gives it no definition nvdra "
+                       "could check (latency of what, measured how?) and Fabric Manager reports no latency for a "
+                       "partition, so nvdra will not promise one; remove maxLatency and ask for minBandwidth (GB/s "
+                       "per GPU, checked against FM's NVLink figures) and/or partitionSize",
                        std::string(kBase) + ".maxLatency");
 
   if (!cfg || cfg->strategy == "Auto") {
@@ -99,6 +107,13 @@ Result<FabricPlan> plan_fabric(const FabricRequest& req, const std::optional<std
         return field_error("partition \"" + cfg->partition_ids[i] + "\" is not a Fabric Manager partition of this " +
                                "node (ids as \"3\" or \"partition-3\"); partitions here: " + describe_table(table),
                            field);
+      // partitionSize under Manual: every listed partition must be of that size (the seed's "2, 4, or 8 GPUs").
+      if (cfg->partition_size && p->gpus.size() != static_cast<std::size_t>(*cfg->partition_size))
+        return field_error("partition " + std::to_string(p->id) + " " + module_set(p->module_ids()) + " has " +
+                               std::to_string(p->gpus.size()) + " GPUs, not partitionSize " +
+                               std::to_string(*cfg->partition_size) + " (strategy Manual: each listed partition must "
+                               "be of partitionSize; remove partitionSize to list partitions of any size)",
+                           std::string(kBase) + ".partitionSize");
       for (unsigned other : plan.partitions)
         if (const auto* q = by_id(table, other); q->overlaps(*p))
           return field_error("partition " + std::to_string(p->id) + " " + module_set(p->module_ids()) +

@@ -10,7 +10,7 @@ Result<FabricPlan> GpuClaimHandler::fabric_plan_of(const std::string& uid, const
   std::vector<std::string> gpus;
   std::optional<FabricTopologyConfig> config;
   for (const auto& g : groups) {
-    gpus.insert(gpus.end(), g.gpu_uuids.begin(), g.gpu_uuids.end());
+    gpus.insert(gpus.end(), g.fabric_gpus.begin(), g.fabric_gpus.end());
     if (!g.fabric) continue;
     if (config && *config != *g.fabric)
       return Error{ErrorCode::kInvalidArgument,

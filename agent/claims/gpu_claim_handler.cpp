@@ -83,6 +83,11 @@ Result<std::vector<GpuClaimHandler::PlannedGroup>> GpuClaimHandler::plan_claim(C
     if (const auto* gc = std::get_if<GpuConfig>(&resolution->groups[*g].config)) groups[*g].fabric = gc->fabric_topology_config;
     groups[*g].uuids.push_back(device->uuid);
     if (device->type == DeviceType::kGpu) groups[*g].gpu_uuids.push_back(device->uuid);
+    if (device->type == DeviceType::kGpu) groups[*g].fabric_gpus.push_back(device->uuid);
+    if (device->type == DeviceType::kVfio) {
+      const auto* gpu = device->twin.empty() ? nullptr : inventory_.find(device->twin);
+      groups[*g].fabric_gpus.push_back(gpu ? gpu->uuid : device->name);
+    }
   }
   for (std::size_t i = 0; i < groups.size(); ++i) {
     auto& group = groups[i];

@@ -106,6 +106,10 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   // without redoing any of it, so its containers keep running and its unprepare undoes it all.
   boost::asio::awaitable<Status> adopt(kubelet::ClaimRef claim);
 
+  // recover() calls it; again when FM is reached after start: every checkpointed claim holds the
+  // FM partitions its recorded status plans (gpu_claim_fabric.cpp).
+  boost::asio::awaitable<void> adopt_fabric(RecoveryReport& report);
+
  private:
   // A DynamicMIG device to destroy: by its ids when the checkpoint has them, else by its name.
   struct MigUndo {
@@ -128,6 +132,9 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
     SharingPlan plan;
     std::vector<std::string> uuids;      // all, sorted
     std::vector<std::string> gpu_uuids;  // full GPUs, sorted
+    // The physical GPUs for FM (upstream: gpu + vfio results): full GPUs' UUIDs and, for a VFIO
+    // device, its GPU's UUID (by its twin; the device name when NVML never saw that GPU).
+    std::vector<std::string> fabric_gpus;
     std::optional<FabricTopologyConfig> fabric;  // the group's GpuConfig.fabricTopologyConfig
     std::optional<VfioDeviceConfig> vfio;  // the group's config when it is a VFIO group
   };
@@ -154,7 +161,6 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   boost::asio::awaitable<void> reconcile_dynamic_mig(RecoveryReport& report);
   // FabricManager helpers (gpu_claim_fabric.cpp).
   Result<FabricPlan> fabric_plan_of(const std::string& uid, const std::vector<PlannedGroup>& groups) const;
-  boost::asio::awaitable<void> adopt_fabric(RecoveryReport& report);
   boost::asio::awaitable<Status> recreate_missing(const std::string& uid, const CheckpointedClaim& entry,
                                                   const std::vector<std::string>& missing, RecoveryReport& report);
 

@@ -88,6 +88,11 @@ Status validate_fabric(const FabricTopologyConfig& f, const ConfigGates& gates) 
   if (f.strategy == "Manual" && f.partition_ids.empty())
     return invalid("partitionIDs must list at least one partition when the fabric topology strategy is Manual",
                    base + ".partitionIDs");
+  // The seed lists partitionIDs "For Manual strategy"; under Auto nothing would read them.
+  if (f.strategy == "Auto" && !f.partition_ids.empty())
+    return invalid("partitionIDs is set, but the fabric topology strategy is Auto, which picks the partition itself "
+                   "(by partitionSize); set strategy: Manual to activate listed partitions, or remove partitionIDs",
+                   base + ".partitionIDs");
   for (std::size_t i = 0; i < f.partition_ids.size(); ++i)
     if (f.partition_ids[i].empty())
       return invalid("partition IDs must not be empty", base + ".partitionIDs[" + std::to_string(i) + "]");

@@ -1,5 +1,7 @@
 #include "agent/drivers/gpu_backend.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
@@ -62,7 +64,6 @@ struct GpuBackend::Parts {
   std::unique_ptr<ApiClaimSource> source;
   std::unique_ptr<claims::MpsControl> mps;
   std::string mps_why;  // which MpsControl and why, logged once the driver is up
-  claims::FabricSession fabric_session;               // FM at start (FabricManagerPartitioning / FabricTopologySupport)
   std::unique_ptr<claims::FabricPartitions> fabric;  // null: both gates off, FM never touched
   std::unique_ptr<claims::GpuClaimHandler> handler;
   std::unique_ptr<DeviceHealthMonitor> health;  // NVMLDeviceHealthCheck only
@@ -273,10 +274,24 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   ho.gates.fabric_topology_support = o.gates.enabled("FabricTopologySupport");
   const claims::FabricGates fabric_gates{o.gates.enabled(config::gate::kFabricManagerPartitioning),
                                          o.gates.enabled(config::gate::kFabricTopologySupport)};
+  std::optional<fm::LoadOptions> fm_load;
   if (fabric_gates.any()) {
-    p.fabric_session = co_await ctx_.workers.run([&o, &model = p.gpus->model] { return open_fabric_session(o, model); });
-    p.fabric = std::make_unique<claims::FabricPartitions>(ctx_.workers, p.fabric_session, fabric_gates, ctx_.metrics);
+    auto probe = co_await ctx_.workers.run([&o, &model = p.gpus->model] { return probe_fabric(o, model); });
+    fm_load = std::move(probe.load);
+    p.fabric = std::make_unique<claims::FabricPartitions>(ctx_.executor, std::move(probe.session), fabric_gates,
+                                                          ctx_.metrics);
     p.fabric->on_change([this] { publish_fabric_status(); });
+    // On FM's own thread, bounded by the FM deadline: an FM that hangs cannot hang the agent's start.
+    if (fm_load) {
+      if (auto st = co_await p.fabric->connect(fabric_manager_opener(*fm_load)); !st) {
+        log->warn("fabric manager unavailable: {}; retrying in the background, claims needing a partition fail "
+                  "until it connects",
+                  st.error().message);
+        ctx_.status.record_error(config::kGpuDriverName, "fabric manager unavailable: " + st.error().message);
+      } else {
+        fm_load.reset();  // connected: nothing to retry
+      }
+    }
     ho.fabric = p.fabric.get();
   }
   ho.on_spec_rewritten = [this, node = o.node_name](const kubelet::ClaimRef&, const std::string& note) {
@@ -331,6 +346,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   }
   parts_ = std::move(parts);
   publish_fabric_status();
+  if (fm_load) parts_->fabric->keep_connecting(fabric_manager_opener(*fm_load), [this] { fabric_connected(); });
   co_return Status{};
 }
 
@@ -356,13 +372,17 @@ DriverResources GpuBackend::current_resources() const {
   auto shares = nvml::parse_consumable_shares(ctx_.options.consumable_shares);
   nvml::apply_device_options(out, shares ? *shares : nvml::ConsumableShares{},
                              ctx_.options.gates.enabled(config::gate::kDRAListTypeAttributes));
-  if (p.fabric) add_fabric_attributes(out, p.fabric_session, p.model);
-  if (!p.binder) return out;
+  if (!p.binder) {
+    if (p.fabric) add_fabric_attributes(out, p.fabric->session(), p.model);
+    return out;
+  }
   // VFIO devices after the options: upstream never shares them.
   const bool lists = ctx_.options.gates.enabled(config::gate::kDRAListTypeAttributes);
   for (std::size_t i = 0; i < p.pci.size(); ++i)
     if (p.inventory.find(nvml::vfio_device_name(static_cast<unsigned>(i))))
       out.devices.push_back(published_vfio(p, i, lists));
+  // After the VFIO twins exist: they carry their parent GPU's gpuModuleID / partitionN (upstream §2.3).
+  if (p.fabric) add_fabric_attributes(out, p.fabric->session(), p.model);
   // While one face of a GPU is prepared, the other is not offered (upstream §2.3).
   const auto withdrawn = claims::withdrawn_twins(p.committer->current(), p.inventory);
   std::erase_if(out.devices, [&](const PublishedDevice& d) {
@@ -371,10 +391,29 @@ DriverResources GpuBackend::current_resources() const {
   return out;
 }
 
+// FM came up after start: checkpointed claims hold their partitions again (FM may have lost them),
+// the slices get the partition attributes, the status its endpoint.
+void GpuBackend::fabric_connected() {
+  boost::asio::co_spawn(
+      ctx_.executor,
+      [this]() -> boost::asio::awaitable<void> {
+        if (!parts_) co_return;
+        claims::RecoveryReport report;
+        co_await parts_->handler->adopt_fabric(report);
+        auto st = co_await parts_->fabric->reconcile();
+        auto log = nvdra::logger(config::kGpuDriverName);
+        for (const auto& e : report.errors) log->warn("fabric manager connected: {}", e.describe());
+        if (!st) log->warn("fabric manager connected, re-activating held partitions failed: {}", st.error().describe());
+        publish_fabric_status();
+        if (resources_changed_) resources_changed_(current_resources());
+      },
+      boost::asio::detached);
+}
+
 void GpuBackend::publish_fabric_status() {
   if (!parts_ || !parts_->fabric) return;
   systemd_bus::FabricStatus f;
-  const auto& session = parts_->fabric_session;
+  const auto& session = parts_->fabric->session();
   f.manager = session.manager ? session.manager->endpoint() : "unavailable: " + session.unavailable;
   for (const auto& a : parts_->fabric->active()) {
     systemd_bus::FabricPartitionStatus p{a.id, {}, a.claims};

@@ -7,6 +7,7 @@
 
 #include "agent/base/log.hpp"
 #include "agent/config/options.hpp"
+#include "nvml/upstream_names.hpp"
 
 namespace nvdra::drivers {
 namespace fs = std::filesystem;
@@ -34,17 +35,19 @@ bool has_nvswitch(const std::string& host_root) {
 
 }  // namespace
 
-claims::FabricSession open_fabric_session(const config::Options& o, const nvml::DeviceModel& model) {
-  claims::FabricSession s;
+FabricProbe probe_fabric(const config::Options& o, const nvml::DeviceModel& model) {
+  FabricProbe out;
+  auto& s = out.session;
   for (const auto& g : model.gpus)
     if (g.module_id) s.module_of_gpu[g.uuid] = *g.module_id;
-  auto log = logger("fabric");
   if (!has_nvswitch(o.host_root)) {
     s.unavailable = "no NVSwitch (" + under(o.host_root, "/proc/driver/nvidia-nvswitch/devices") +
                     " is empty or missing, and no InfiniBand switch management device)";
-    log->info("fabric manager not used: {}", s.unavailable);
-    return s;
+    logger("fabric")->info("fabric manager not used: {}", s.unavailable);
+    return out;
   }
+  s.nvswitch = true;
+  s.unavailable = "not connected yet";
   fm::LoadOptions lo;
   lo.driver_root = o.container_driver_root;
   if (o.fabricmanager_address) {
@@ -55,24 +58,18 @@ claims::FabricSession open_fabric_session(const config::Options& o, const nvml::
                                    : o.fabricmanager_unix_socket,
                                true};
   }
-  auto manager = fm::open_fabric_manager(lo);
-  if (!manager) {
-    s.unavailable = manager.error().message;
-    log->warn("fabric manager unavailable: {}", s.unavailable);
-    return s;
-  }
-  auto table = (*manager)->partitions();
-  if (!table) {
-    s.unavailable = table.error().message;
-    log->warn("fabric manager unavailable: {}", s.unavailable);
-    return s;
-  }
-  s.manager = std::shared_ptr<fm::FabricManager>(std::move(*manager));
-  s.table = std::move(*table);
-  std::size_t active = 0;
-  for (const auto& p : *s.table) active += p.active ? 1 : 0;
-  log->info("fabric manager endpoint={} partitions={} active={}", s.manager->endpoint(), s.table->size(), active);
-  return s;
+  out.load = std::move(lo);
+  return out;
+}
+
+claims::FmOpener fabric_manager_opener(fm::LoadOptions load) {
+  return [load = std::move(load)]() -> Result<claims::FmConnection> {
+    auto manager = fm::open_fabric_manager(load);
+    if (!manager) return manager.error();
+    auto table = (*manager)->partitions();
+    if (!table) return table.error();
+    return claims::FmConnection{std::shared_ptr<fm::FabricManager>(std::move(*manager)), std::move(*table)};
+  };
 }
 
 void add_fabric_attributes(DriverResources& resources, const claims::FabricSession& session,
@@ -86,7 +83,14 @@ void add_fabric_attributes(DriverResources& resources, const claims::FabricSessi
           gpu_uuid = *s;
           break;
         }
-    if (gpu_uuid.empty()) {  // a DynamicMIG partition without uuid: by its parent's name prefix
+    if (auto type = d.attributes.find("type"); type != d.attributes.end() && type->second == AttributeValue{std::string("vfio")}) {
+      // A VFIO twin: its uuid is upstream's VFIO uuid; the parent GPU is the one at its PCI address.
+      gpu_uuid.clear();
+      if (auto bus = d.attributes.find("resource.kubernetes.io/pciBusID"); bus != d.attributes.end())
+        if (const auto* address = std::get_if<std::string>(&bus->second))
+          for (const auto& g : model.gpus)
+            if (nvml::normalize_bus_id(g.pci.bus_id) == *address) gpu_uuid = g.uuid;
+    } else if (gpu_uuid.empty()) {  // a DynamicMIG partition without uuid: by its parent's name prefix
       for (const auto& g : model.gpus)
         if (d.name.rfind(g.canonical_name() + "-", 0) == 0) gpu_uuid = g.uuid;
     }

@@ -4,6 +4,7 @@
 // whose VPD says SW_MNG), the FM connection (libnvfm.so.1 under the driver root, endpoint from
 // upstream's NVIDIA_FABRICMANAGER_* environment) and its partition table; and the attributes
 // upstream publishes from it (gpuModuleID, partition1/2/4/8).
+#include <optional>
 #include <string>
 
 #include "agent/base/device.hpp"
@@ -14,12 +15,21 @@ namespace nvdra::config { struct Options; }
 
 namespace nvdra::drivers {
 
-// Blocking (file reads, dlopen, FM round trips): call on the worker pool. Never fails: a node
-// without NVSwitches or without a reachable FM gets a session saying why (session.unavailable).
-claims::FabricSession open_fabric_session(const config::Options& options, const nvml::DeviceModel& model);
+// Blocking (file reads): call on the worker pool. The GPUs' module ids and whether FM is expected
+// (NVSwitches found); `load` says how to reach FM, or nullopt with session.unavailable saying why not.
+struct FabricProbe {
+  claims::FabricSession session;
+  std::optional<fm::LoadOptions> load;
+};
+FabricProbe probe_fabric(const config::Options& options, const nvml::DeviceModel& model);
 
-// gpuModuleID on every full GPU and MIG device with a module id, and partitionN = the id of the FM
-// partition of N GPUs holding the (parent) GPU; nothing when the session has no table.
+// dlopen + fmConnect + fmGetSupportedFabricPartitions: blocking, and FM may not answer — run it
+// through FabricPartitions::connect (FM's thread, bounded by its deadline).
+claims::FmOpener fabric_manager_opener(fm::LoadOptions load);
+
+// gpuModuleID on every full GPU, MIG device and VFIO device (upstream §2.3: copied from the parent
+// GPU, found by PCI address) with a module id, and partitionN = the id of the FM partition of N GPUs
+// holding the (parent) GPU; nothing when the session has no table.
 void add_fabric_attributes(DriverResources& resources, const claims::FabricSession& session,
                            const nvml::DeviceModel& model);
 

@@ -40,8 +40,8 @@ BENCHMARK(BM_ListPartitions)->Unit(benchmark::kMicrosecond);
 void BM_ActivateDeactivate4Gpu(benchmark::State& state) {
   auto fm = open_mock();
   for (auto _ : state) {
-    if (auto st = fm->activate(3); !st) state.SkipWithError(st.error().message.c_str());
-    if (auto st = fm->deactivate(3); !st) state.SkipWithError(st.error().message.c_str());
+    if (auto st = fm->activate(1); !st) state.SkipWithError(st.error().message.c_str());
+    if (auto st = fm->deactivate(1); !st) state.SkipWithError(st.error().message.c_str());
   }
 }
 BENCHMARK(BM_ActivateDeactivate4Gpu)->Unit(benchmark::kMicrosecond);

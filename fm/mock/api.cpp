@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -46,6 +48,13 @@ std::string profile_path() {
 // Counts the call, answers a queued failure; FM_ST_SUCCESS means "go on".
 fmReturn_t enter(FmState& s, const char* function) {
   ++s.calls[function];
+  for (const auto& f : s.failures)
+    if (std::find(std::begin(kFailureKeys), std::end(kFailureKeys), f.function) == std::end(kFailureKeys)) {
+      std::fprintf(stderr, "mock libnvfm: state file failure function \"%s\" is not one of connect, "
+                           "fmGetSupportedFabricPartitions, fmActivateFabricPartition, fmDeactivateFabricPartition\n",
+                   f.function.c_str());
+      return FM_ST_GENERIC_ERROR;
+    }
   for (auto it = s.failures.begin(); it != s.failures.end(); ++it) {
     if (it->function != function) continue;
     const int rc = it->rc;

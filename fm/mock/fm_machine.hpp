@@ -2,7 +2,8 @@
 // The mock libnvfm.so.1's machine: the FabricManager part of an NVML mock machine profile (the
 // same YAML file, NVDRA_MOCK_PROFILE) and its mutable state. Profile keys (others are NVML's):
 //
-//   nvswitches: 4                 # NVSwitch count (nvdra-fake-node lays out /proc/driver/nvidia-nvswitch)
+//   nvswitches: 4                 # NVSwitch count: nvdra-fake-node lays out that many
+//                                 # <host root>/proc/driver/nvidia-nvswitch/devices entries
 //   fabricManager:
 //     running: true               # false: fmConnect answers FM_ST_CONNECTION_NOT_VALID
 //     mode: sharedNVSwitch        # FM's FABRIC_MODE; bareMetal: partition calls are FM_ST_NOT_SUPPORTED
@@ -14,7 +15,10 @@
 // State ("<profile base>.fm.state" in NVDRA_MOCK_STATE_DIR, else beside the NVML mock's state) is
 // JSON, read and written under flock like the NVML mock's, so it survives a killed agent and a test
 // can read and change it: {"active":[ids], "running":bool (overrides the profile), "failures":
-// [{"function":"activate","rc":-7,"remaining":1}], "calls":{"activate":n,…}, "lastConnect":"unix:…"}.
+// [{"function":"fmActivateFabricPartition","rc":-7,"remaining":1}], "calls":{"fmActivateFabricPartition":n,…},
+// "lastConnect":"unix:…"}. Failure and call keys: "connect" (fmConnect), "fmGetSupportedFabricPartitions",
+// "fmActivateFabricPartition", "fmDeactivateFabricPartition"; a failure naming anything else makes every
+// call answer FM_ST_GENERIC_ERROR and say so on stderr, so a misspelt key cannot pass unnoticed.
 #include <functional>
 #include <map>
 #include <optional>
@@ -46,6 +50,9 @@ struct FmState {
   std::map<std::string, unsigned> calls;
   std::string last_connect;
 };
+
+inline constexpr const char* kFailureKeys[] = {"connect", "fmGetSupportedFabricPartitions", "fmActivateFabricPartition",
+                                                "fmDeactivateFabricPartition"};
 
 // Errors name the file and the field.
 Result<FmProfile> load_fm_profile(const std::string& path);

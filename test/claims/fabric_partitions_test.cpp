@@ -4,7 +4,10 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <boost/asio/post.hpp>
+
 #include <condition_variable>
+#include <future>
 #include <mutex>
 
 #include "agent/claims/fabric_partitions.hpp"
@@ -23,7 +26,8 @@ class FabricPartitionsTest : public ::testing::Test {
     for (unsigned m = 1; m <= 8; ++m) session_.module_of_gpu["GPU-" + std::to_string(m)] = m;
     session_.manager = fake_;
     session_.table = fm::hgx8_partitions();
-    fabric_ = std::make_unique<FabricPartitions>(pool_, session_, FabricGates{true, true}, metrics::null_sink());
+    fabric_ = std::make_unique<FabricPartitions>(io_.get_executor(), session_, FabricGates{true, true},
+                                                 metrics::null_sink());
   }
   static std::vector<std::string> gpus(std::initializer_list<unsigned> modules) {
     std::vector<std::string> out;
@@ -46,7 +50,7 @@ class FabricPartitionsTest : public ::testing::Test {
 
 TEST_F(FabricPartitionsTest, AFourGpuClaimActivatesItsPartitionAndReleaseDeactivatesIt) {
   ASSERT_TRUE(prepare("a", gpus({5, 6, 7, 8})));
-  EXPECT_EQ(fake_->active(), std::vector<unsigned>{3});
+  EXPECT_EQ(fake_->active(), std::vector<unsigned>{2});
   ASSERT_EQ(fabric_->active().size(), 1u);
   EXPECT_EQ(fabric_->active()[0].claims, std::vector<std::string>{"a"});
   ASSERT_TRUE(release("a"));
@@ -56,25 +60,25 @@ TEST_F(FabricPartitionsTest, AFourGpuClaimActivatesItsPartitionAndReleaseDeactiv
 }
 
 TEST_F(FabricPartitionsTest, APartitionTwoClaimsHoldStaysActiveUntilTheLastLetsGo) {
-  FabricTopologyConfig manual{"Manual", std::nullopt, "BareMetal", {}, {}, {"1"}};
+  FabricTopologyConfig manual{"Manual", std::nullopt, "BareMetal", {}, {}, {"0"}};
   ASSERT_TRUE(prepare("a", gpus({1, 2}), manual));
   ASSERT_TRUE(prepare("b", gpus({3, 4}), manual));
-  EXPECT_EQ(fake_->active(), std::vector<unsigned>{1});
+  EXPECT_EQ(fake_->active(), std::vector<unsigned>{0});
   ASSERT_TRUE(release("a"));
-  EXPECT_EQ(fake_->active(), std::vector<unsigned>{1});
+  EXPECT_EQ(fake_->active(), std::vector<unsigned>{0});
   ASSERT_TRUE(release("b"));
   EXPECT_TRUE(fake_->active().empty());
 }
 
 TEST_F(FabricPartitionsTest, AnOverlappingClaimFailsAloneBeforeFmIsAsked) {
   ASSERT_TRUE(prepare("a", gpus({1, 2, 3, 4})));
-  FabricTopologyConfig manual{"Manual", std::nullopt, "BareMetal", {}, {}, {"1"}};
+  FabricTopologyConfig manual{"Manual", std::nullopt, "BareMetal", {}, {}, {"0"}};
   auto st = prepare("b", gpus({5, 6}), manual);
   ASSERT_FALSE(st);
-  EXPECT_NE(st.error().message.find("overlaps partition 2 [1 2 3 4], which prepared claim a holds"), std::string::npos)
+  EXPECT_NE(st.error().message.find("overlaps partition 1 [1 2 3 4], which prepared claim a holds"), std::string::npos)
       << st.error().message;
   EXPECT_EQ(fake_->calls("activate"), 1);
-  EXPECT_EQ(fake_->active(), std::vector<unsigned>{2});
+  EXPECT_EQ(fake_->active(), std::vector<unsigned>{1});
 }
 
 TEST_F(FabricPartitionsTest, AHeldPlanRefusesAnOverlappingPlanBeforeEitherIsActivated) {
@@ -82,7 +86,7 @@ TEST_F(FabricPartitionsTest, AHeldPlanRefusesAnOverlappingPlanBeforeEitherIsActi
   auto first = fabric_->plan("a", gpus({1, 2, 3, 4}), std::nullopt);
   ASSERT_TRUE(first.ok());
   fabric_->hold("a", *first);
-  FabricTopologyConfig manual{"Manual", std::nullopt, "BareMetal", {}, {}, {"1"}};
+  FabricTopologyConfig manual{"Manual", std::nullopt, "BareMetal", {}, {}, {"0"}};
   EXPECT_FALSE(fabric_->plan("b", gpus({5, 6}), manual).ok());
   fabric_->forget("a");  // its PrepareStarted commit failed
   EXPECT_TRUE(fabric_->plan("b", gpus({5, 6}), manual).ok());
@@ -91,19 +95,19 @@ TEST_F(FabricPartitionsTest, AHeldPlanRefusesAnOverlappingPlanBeforeEitherIsActi
 
 TEST_F(FabricPartitionsTest, AnFmErrorNamesTheCallAndTheReturnCodeAndReleaseUndoesIt) {
   fake_->fail_next("activate", -10);
-  auto st = prepare("a", gpus({1, 2}));
+  auto st = prepare("a", gpus({1, 3}));
   ASSERT_FALSE(st);
-  EXPECT_EQ(st.error().message, "fabric manager: fmActivateFabricPartition(4): FM_ST_NVLINK_ERROR (-10)");
+  EXPECT_EQ(st.error().message, "fabric manager: fmActivateFabricPartition(3): FM_ST_NVLINK_ERROR (-10)");
   ASSERT_TRUE(release("a"));  // the handler's rollback: deactivating an inactive partition succeeds
   EXPECT_TRUE(fake_->active().empty());
 }
 
 TEST_F(FabricPartitionsTest, AdoptedClaimsAreReactivatedWhenFmLostThem) {
-  auto plan = fabric_->plan("a", gpus({1, 2}), std::nullopt);
+  auto plan = fabric_->plan("a", gpus({1, 3}), std::nullopt);
   ASSERT_TRUE(plan.ok());
   fabric_->adopt("a", *plan);
   ASSERT_TRUE(run_awaitable(io_, fabric_->reconcile()));
-  EXPECT_EQ(fake_->active(), std::vector<unsigned>{4});
+  EXPECT_EQ(fake_->active(), std::vector<unsigned>{3});
 }
 
 // An FM that does not answer: the call fails at the deadline, the agent does not hang.
@@ -127,16 +131,100 @@ class StuckFabricManager final : public fm::FabricManager {
   bool released = false;
 };
 
-TEST_F(FabricPartitionsTest, AnFmCallPastTheDeadlineFailsTheClaim) {
+TEST_F(FabricPartitionsTest, AnFmCallPastTheDeadlineFailsTheClaimAndCostsTheWorkerPoolNothing) {
+  // One worker thread, as a pool fully taken would be: a hung FM call must not hold it.
+  runtime::WorkerPool one{1};
   auto stuck = std::make_shared<StuckFabricManager>();
   session_.manager = stuck;
-  FabricPartitions fabric(pool_, session_, FabricGates{true, false}, metrics::null_sink(), std::chrono::milliseconds(50));
-  auto plan = fabric.plan("a", gpus({1, 2}), std::nullopt);
+  FabricPartitions fabric(io_.get_executor(), session_, FabricGates{true, false}, metrics::null_sink(),
+                          std::chrono::milliseconds(50));
+  auto plan = fabric.plan("a", gpus({1, 3}), std::nullopt);
   ASSERT_TRUE(plan.ok());
   auto st = run_awaitable(io_, fabric.activate(kubelet::ClaimRef{"ns", "a", "a"}, *plan));
-  stuck->release();
   ASSERT_FALSE(st);
-  EXPECT_EQ(st.error().message, "fabric manager: fmActivateFabricPartition(4) did not answer within 50 ms");
+  EXPECT_EQ(st.error().message, "fabric manager: fmActivateFabricPartition(3) did not answer within 50 ms");
+  // A second hang queues behind the first on FM's thread, and times out the same way.
+  auto again = run_awaitable(io_, fabric.release(kubelet::ClaimRef{"ns", "a", "a"}));
+  ASSERT_FALSE(again) << "deactivate goes to FM's thread too, behind the stuck activate";
+  EXPECT_EQ(again.error().message, "fabric manager: fmDeactivateFabricPartition(3) did not answer within 50 ms");
+  // The worker pool still runs claim work while FM is stuck (FM calls used to occupy its threads).
+  std::promise<int> ran;
+  auto done = ran.get_future();
+  boost::asio::post(one.executor(), [&ran] { ran.set_value(7); });
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+      << "a hung FM call holds the worker pool";
+  EXPECT_EQ(done.get(), 7);
+  stuck->release();
+  // FM answers again: the queued calls drain, and the claim's release goes through.
+  EXPECT_TRUE(run_awaitable(io_, fabric.release(kubelet::ClaimRef{"ns", "a", "a"})));
+}
+
+TEST_F(FabricPartitionsTest, ConnectingIsBoundedByTheDeadlineAndAFailedConnectionFailsClaimsNamingIt) {
+  FabricSession down;
+  down.nvswitch = true;
+  down.module_of_gpu = session_.module_of_gpu;
+  FabricPartitions fabric(io_.get_executor(), down, FabricGates{true, false}, metrics::null_sink(),
+                          std::chrono::milliseconds(50));
+  auto stuck = std::make_shared<StuckFabricManager>();
+  auto hung = run_awaitable(io_, fabric.connect([stuck]() -> Result<FmConnection> {
+    (void)stuck->activate(0);  // blocks until released: an FM that never answers fmConnect
+    return make_error(ErrorCode::kUnavailable, "late");
+  }));
+  ASSERT_FALSE(hung);
+  EXPECT_NE(hung.error().message.find("did not answer within 50 ms"), std::string::npos) << hung.error().message;
+  auto refused = fabric.plan("a", gpus({1, 2, 3, 4}), std::nullopt);
+  ASSERT_FALSE(refused.ok()) << "a claim needing a partition is not prepared without one";
+  EXPECT_NE(refused.error().message.find("fabric manager is not connected (fabric manager: fmConnect / "
+                                         "fmGetSupportedFabricPartitions did not answer within 50 ms)"),
+            std::string::npos)
+      << refused.error().message;
+  stuck->release();
+  auto fake = fake_;
+  ASSERT_TRUE(run_awaitable(io_, fabric.connect([fake]() -> Result<FmConnection> {
+    return FmConnection{fake, fm::hgx8_partitions()};
+  })));
+  auto planned = fabric.plan("a", gpus({1, 2, 3, 4}), std::nullopt);
+  ASSERT_TRUE(planned.ok()) << planned.error().describe();
+  EXPECT_EQ(planned->partitions, std::vector<unsigned>{1});
+}
+
+TEST_F(FabricPartitionsTest, KeepConnectingRetriesUntilFmAnswers) {
+  FabricSession down;
+  down.nvswitch = true;
+  FabricPartitions fabric(io_.get_executor(), down, FabricGates{true, false}, metrics::null_sink());
+  int attempts = 0;
+  bool connected = false;
+  auto fake = fake_;
+  fabric.keep_connecting(
+      [&attempts, fake]() -> Result<FmConnection> {
+        if (++attempts < 2) return make_error(ErrorCode::kUnavailable, "fabric manager: FM_ST_CONNECTION_NOT_VALID (-9)");
+        return FmConnection{fake, fm::hgx8_partitions()};
+      },
+      [&] { connected = true; });
+  while (!connected && io_.run_one()) {
+  }
+  EXPECT_TRUE(connected);
+  EXPECT_EQ(attempts, 2);
+  EXPECT_TRUE(fabric.session().manager != nullptr);
+  io_.restart();
+}
+
+TEST_F(FabricPartitionsTest, AFullPassthroughPlanIsHeldWithoutFmAndBlocksAnOverlappingActivation) {
+  FabricTopologyConfig guest{"Auto", 4, "FullPassthrough", {}, {}, {}};
+  ASSERT_TRUE(prepare("g", gpus({1, 2, 3, 4}), guest));
+  EXPECT_EQ(fake_->calls("activate"), 0);
+  EXPECT_TRUE(fake_->active().empty());
+  FabricTopologyConfig whole{"Manual", std::nullopt, "BareMetal", {}, {}, {"0"}};
+  auto st = prepare("b", gpus({5, 6, 7, 8}), whole);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("overlaps partition 1 [1 2 3 4], which prepared claim g holds for its guest"),
+            std::string::npos)
+      << st.error().message;
+  EXPECT_EQ(fake_->calls("activate"), 0);
+  ASSERT_TRUE(release("g"));
+  EXPECT_EQ(fake_->calls("deactivate"), 0);
+  EXPECT_TRUE(prepare("b", gpus({5, 6, 7, 8}), whole));
+  EXPECT_EQ(fake_->active(), std::vector<unsigned>{0});
 }
 
 }  // namespace

@@ -301,7 +301,12 @@ INSTANTIATE_TEST_SUITE_P(
                      "fabricTopologyConfig.partitionIDs"},
         ValidateCase{"FabricEmptyPartitionId",
                      GPU(R"("fabricTopologyConfig":{"strategy":"Manual","partitionIDs":["p1",""]})"), kAll,
-                     "partition IDs must not be empty", "fabricTopologyConfig.partitionIDs[1]"}),
+                     "partition IDs must not be empty", "fabricTopologyConfig.partitionIDs[1]"},
+        ValidateCase{"FabricPartitionIdsUnderAuto",
+                     GPU(R"("fabricTopologyConfig":{"strategy":"Auto","partitionIDs":["partition-1"]})"), kAll,
+                     "partitionIDs is set, but the fabric topology strategy is Auto, which picks the partition itself "
+                     "(by partitionSize); set strategy: Manual to activate listed partitions, or remove partitionIDs",
+                     "fabricTopologyConfig.partitionIDs"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -60,9 +60,9 @@ class FabricManagerParity(unittest.TestCase):
         self.addCleanup(up.cleanup)
         up.start()
         self.assertEqual(fm_attributes(node.published()), nvdra_attrs)
-        self.assertEqual(nvdra_attrs["gpu-0"], {"gpuModuleID": {"int": 7}, "partition1": {"int": 14},
-                                                "partition2": {"int": 7}, "partition4": {"int": 3},
-                                                "partition8": {"int": 1}})
+        self.assertEqual(nvdra_attrs["gpu-0"], {"gpuModuleID": {"int": 7}, "partition1": {"int": 13},
+                                                "partition2": {"int": 5}, "partition4": {"int": 2},
+                                                "partition8": {"int": 0}})
         claim = node.allocate("pod-a", BOARD_5678)
         self.assertEqual(up.gpu().prepare([claim])[claim.uid]["error"], "", up.log_text()[-2000:])
         self.assertEqual(fm_state(node)["active"], [3])

@@ -4,12 +4,15 @@ the NVSwitches under the host root and the mock libnvfm.so.1 under the driver ro
 deactivates partitions as claims come and go. What FM did is read from the mock's state file.
 
 Module ids of the profile's GPUs: gpu-0:7 gpu-1:5 gpu-2:6 gpu-3:8 gpu-4:1 gpu-5:3 gpu-6:4 gpu-7:2.
-HGX table: 1 [1..8], 2 [1 2 3 4], 3 [5 6 7 8], 4 [1 2], 5 [3 4], 6 [5 6], 7 [7 8], 8..15 [1]..[8]."""
+HGX table as FM lists it (`fmpm -l`): 0 [1..8], 1 [1 2 3 4], 2 [5 6 7 8], 3 [1 3], 4 [2 4], 5 [5 7],
+6 [6 8], 7..14 [1]..[8]."""
 import json
 import os
+import re
 import subprocess
 import sys
 import unittest
+import urllib.request
 
 import grpc
 
@@ -22,25 +25,27 @@ NVDRACTL = os.path.join(BINARY_DIR, "agent", "ctl", "nvdractl")
 
 MOCK_FM = os.path.join(BINARY_DIR, "fm-mock", "libnvfm.so.1")
 PROFILE = "hgx-h100-nvswitch"
-BOARD_5678 = [("gpu", "gpu-1"), ("gpu", "gpu-2"), ("gpu", "gpu-0"), ("gpu", "gpu-3")]  # partition 3
-PAIR_12 = [("gpu", "gpu-4"), ("gpu", "gpu-7")]  # modules 1, 2: partition 4
+BOARD_5678 = [("gpu", "gpu-1"), ("gpu", "gpu-2"), ("gpu", "gpu-0"), ("gpu", "gpu-3")]  # partition 2
+PAIR_13 = [("gpu", "gpu-4"), ("gpu", "gpu-5")]  # modules 1, 3: partition 3
+PAIR_24 = [("gpu", "gpu-7"), ("gpu", "gpu-6")]  # modules 2, 4: partition 4
+VFIO_CONFIG = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "VfioDeviceConfig"}
+LISTENING = re.compile(r"metrics listening address=(\S+) port=(\d+) path=(\S+)")
 
 
-def fabric_node(gates="", env=None, socket=True):
-    """A simulated HGX H100 node with 4 NVSwitches and FM's library and socket in the driver root."""
-    return equip_fabric_manager(SimulatedNode(profile=PROFILE, gates=gates, env=env), socket)
+def fabric_node(gates="", env=None, socket=True, args=(), pci=None):
+    """A simulated HGX H100 node with FM's library and socket in the driver root; its 4 NVSwitches
+    come from the profile's `nvswitches: 4` (nvdra-fake-node)."""
+    return equip_fabric_manager(SimulatedNode(profile=PROFILE, gates=gates, env=env, args=args, pci=pci), socket)
 
 
 def equip_fabric_manager(node, socket=True):
-    """Gives a (not yet started) hgx-h100-nvswitch SimulatedNode its 4 NVSwitches and FM's library and
-    socket in the driver root; returns the node."""
+    """Gives a (not yet started) hgx-h100-nvswitch SimulatedNode FM's library and socket in the driver
+    root (its 4 NVSwitches come from the profile, laid out by nvdra-fake-node); returns the node."""
+    switches = os.path.join(node.host_root, "proc/driver/nvidia-nvswitch/devices")
+    assert sorted(os.listdir(switches)) == ["0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"], switches
     lib_dir = os.path.join(node.driver_root, "usr/lib/x86_64-linux-gnu")
     os.makedirs(lib_dir, exist_ok=True)
     os.symlink(MOCK_FM, os.path.join(lib_dir, "libnvfm.so.1"))
-    switches = os.path.join(node.host_root, "proc/driver/nvidia-nvswitch/devices")
-    os.makedirs(switches, exist_ok=True)
-    for bdf in ("0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"):
-        open(os.path.join(switches, bdf), "w").close()
     if socket:
         os.makedirs(os.path.join(node.driver_root, "run/nvidia-fabricmanager"), exist_ok=True)
         open(os.path.join(node.driver_root, "run/nvidia-fabricmanager/socket"), "w").close()
@@ -54,6 +59,16 @@ def fm_state(node):
         return {}
     with open(path) as f:
         return json.load(f)
+
+
+def set_fm_state(node, **fields):
+    """Changes the mock FM's state file (the mock reads it on every call)."""
+    state = fm_state(node) or {"active": []}
+    state.update(fields)
+    path = os.path.join(node.mock_state, PROFILE + ".fm.state")
+    with open(path + ".tmp", "w") as f:
+        json.dump(state, f)
+    os.rename(path + ".tmp", path)
 
 
 def fabric(**fields):
@@ -76,8 +91,9 @@ class FabricManagerPartitions(unittest.TestCase):
         attrs = devices["gpu-0"]["attributes"]  # module 7
         self.assertEqual(attrs["gpuModuleID"], {"int": 7})
         self.assertEqual([attrs[f"partition{n}"] for n in (8, 4, 2, 1)],
-                         [{"int": 1}, {"int": 3}, {"int": 7}, {"int": 14}])
-        self.assertEqual(devices["gpu-4"]["attributes"]["partition4"], {"int": 2})  # module 1
+                         [{"int": 0}, {"int": 2}, {"int": 5}, {"int": 13}])
+        self.assertEqual(devices["gpu-4"]["attributes"]["partition4"], {"int": 1})  # module 1
+        self.assertEqual(devices["gpu-4"]["attributes"]["partition2"], {"int": 3})  # modules 1, 3
         self.assertRegex(node.agent_log(), r"fabric manager endpoint=unix:\S+/run/nvidia-fabricmanager/socket "
                                            r"partitions=15 active=0")
 
@@ -85,11 +101,11 @@ class FabricManagerPartitions(unittest.TestCase):
         node = self.start()
         claim = node.allocate("pod-a", BOARD_5678)
         self.assertEqual(self.prepare(node, [claim])[claim.uid]["error"], "")
-        self.assertEqual(fm_state(node)["active"], [3])
-        node.wait_log(r"fabric partition 3 \[5 6 7 8\] activated for claim default/pod-a")
+        self.assertEqual(fm_state(node)["active"], [2])
+        node.wait_log(r"fabric partition 2 \[5 6 7 8\] activated for claim default/pod-a")
         self.assertEqual(node.gpu().unprepare([claim])[claim.uid], "")
         self.assertEqual(fm_state(node)["active"], [])
-        node.wait_log(r"fabric partition 3 deactivated")
+        node.wait_log(r"fabric partition 2 deactivated")
         # Upstream's rule: GPUs that are no partition fail with upstream's message, FM untouched.
         odd = node.allocate("pod-b", [("gpu", "gpu-4"), ("gpu", "gpu-1")])
         error = self.prepare(node, [odd])[odd.uid]["error"]
@@ -99,26 +115,26 @@ class FabricManagerPartitions(unittest.TestCase):
 
     def test_manual_with_a_wrong_id_fails_naming_it(self):
         node = self.start("FabricTopologySupport=true")
-        claim = node.allocate("pod-a", PAIR_12, configs=[((), fabric(strategy="Manual", partitionIDs=["partition-42"]))])
+        claim = node.allocate("pod-a", PAIR_13, configs=[((), fabric(strategy="Manual", partitionIDs=["partition-42"]))])
         error = self.prepare(node, [claim])[claim.uid]["error"]
         self.assertIn("fabricTopologyConfig.partitionIDs[0]", error)
         self.assertIn('partition "partition-42" is not a Fabric Manager partition of this node', error)
         self.assertEqual(fm_state(node).get("calls", {}).get("fmActivateFabricPartition", 0), 0)
         self.assertEqual(node.checkpoint(), {})
-        good = node.allocate("pod-b", PAIR_12, configs=[((), fabric(strategy="Manual", partitionIDs=["4"]))])
+        good = node.allocate("pod-b", PAIR_13, configs=[((), fabric(strategy="Manual", partitionIDs=["3"]))])
         self.assertEqual(self.prepare(node, [good])[good.uid]["error"], "")
-        self.assertEqual(fm_state(node)["active"], [4])
+        self.assertEqual(fm_state(node)["active"], [2])
 
     def test_an_overlapping_claim_fails_only_itself(self):
         node = self.start("FabricManagerPartitioning=true,FabricTopologySupport=true")
         a = node.allocate("pod-a", BOARD_5678)
         self.assertEqual(self.prepare(node, [a])[a.uid]["error"], "")
-        whole = node.allocate("pod-b", PAIR_12, configs=[((), fabric(strategy="Manual", partitionIDs=["1"]))])
-        pair = node.allocate("pod-c", [("gpu", "gpu-5"), ("gpu", "gpu-6")])  # modules 3, 4: partition 5
+        whole = node.allocate("pod-b", PAIR_13, configs=[((), fabric(strategy="Manual", partitionIDs=["0"]))])
+        pair = node.allocate("pod-c", PAIR_24)  # modules 2, 4: partition 4
         answer = self.prepare(node, [whole, pair])
-        self.assertIn("overlaps partition 3 [5 6 7 8], which prepared claim " + a.uid, answer[whole.uid]["error"])
+        self.assertIn("overlaps partition 2 [5 6 7 8], which prepared claim " + a.uid, answer[whole.uid]["error"])
         self.assertEqual(answer[pair.uid]["error"], "")
-        self.assertEqual(fm_state(node)["active"], [3, 5])
+        self.assertEqual(fm_state(node)["active"], [2, 4])
         self.assertEqual(sorted(node.checkpoint()), sorted([a.uid, pair.uid]))
 
     def test_seed_environment_switch_and_auto_strategy(self):
@@ -126,9 +142,13 @@ class FabricManagerPartitions(unittest.TestCase):
         claim = node.allocate("pod-a", BOARD_5678, configs=[((), fabric(strategy="Auto", partitionSize=4,
                                                                          minBandwidth=600.0))])
         self.assertEqual(self.prepare(node, [claim])[claim.uid]["error"], "")
-        self.assertEqual(fm_state(node)["active"], [3])
-        latency = node.allocate("pod-b", PAIR_12, configs=[((), fabric(strategy="Auto", maxLatency=0.1))])
-        self.assertIn("fabricTopologyConfig.maxLatency", self.prepare(node, [latency])[latency.uid]["error"])
+        self.assertEqual(fm_state(node)["active"], [2])
+        # The seed README's own example sets maxLatency: refused, saying why and what to use instead.
+        latency = node.allocate("pod-b", PAIR_13, configs=[((), fabric(strategy="Auto", maxLatency=0.1))])
+        error = self.prepare(node, [latency])[latency.uid]["error"]
+        self.assertIn("fabricTopologyConfig.maxLatency", error)
+        self.assertIn("maxLatency is not supported", error)
+        self.assertIn("ask for minBandwidth", error)
 
     def test_kill_after_activation_then_restart_converges(self):
         node = fabric_node("FabricManagerPartitioning=true", env={"NVDRA_CRASH_POINT": "fm.prepare.after-activate"})
@@ -139,7 +159,7 @@ class FabricManagerPartitions(unittest.TestCase):
             self.prepare(node, [claim])
         self.assertEqual(node.proc.wait(timeout=30), -9)
         node._close_run()
-        self.assertEqual(fm_state(node)["active"], [3])  # activated, the claim not completed
+        self.assertEqual(fm_state(node)["active"], [2])  # activated, the claim not completed
         self.assertEqual(node.checkpoint()[claim.uid]["checkpointState"], "PrepareStarted")
         del node.extra_env["NVDRA_CRASH_POINT"]
         node.start()
@@ -147,7 +167,7 @@ class FabricManagerPartitions(unittest.TestCase):
         self.assertEqual(fm_state(node)["active"], [])
         self.assertEqual(node.checkpoint(), {})
         self.assertEqual(self.prepare(node, [claim])[claim.uid]["error"], "")
-        self.assertEqual(fm_state(node)["active"], [3])
+        self.assertEqual(fm_state(node)["active"], [2])
 
     def test_kill_before_activation_and_after_deactivation_also_converge(self):
         node = fabric_node("FabricManagerPartitioning=true", env={"NVDRA_CRASH_POINT": "fm.prepare.after-intent-recorded"})
@@ -164,11 +184,11 @@ class FabricManagerPartitions(unittest.TestCase):
         node.start()  # rolls the unfinished prepare back: deactivating an inactive partition is done
         self.assertEqual(node.checkpoint(), {})
         self.assertEqual(self.prepare(node, [claim])[claim.uid]["error"], "")
-        self.assertEqual(fm_state(node)["active"], [3])
+        self.assertEqual(fm_state(node)["active"], [2])
         self.assertEqual(node.stop(), 0)
         node.extra_env["NVDRA_CRASH_POINT"] = "fm.unprepare.after-deactivate"
         node.start()  # the completed claim keeps its active partition across a restart
-        self.assertEqual(fm_state(node)["active"], [3])
+        self.assertEqual(fm_state(node)["active"], [2])
         with self.assertRaises(grpc.RpcError):
             node.gpu().unprepare([claim])
         self.assertEqual(node.proc.wait(timeout=30), -9)
@@ -177,11 +197,60 @@ class FabricManagerPartitions(unittest.TestCase):
         self.assertEqual(node.checkpoint()[claim.uid]["checkpointState"], "PrepareCompleted")
         del node.extra_env["NVDRA_CRASH_POINT"]
         node.start()  # the completed claim still exists: its partition comes back until kubelet unprepares
-        self.assertEqual(fm_state(node)["active"], [3])
-        node.wait_log(r"fabric partition 3 re-activated")
+        self.assertEqual(fm_state(node)["active"], [2])
+        node.wait_log(r"fabric partition 2 re-activated")
         self.assertEqual(node.gpu().unprepare([claim])[claim.uid], "")
         self.assertEqual(fm_state(node)["active"], [])
         self.assertEqual(node.checkpoint(), {})
+
+    def test_fm_unreachable_at_start_fails_claims_naming_it_until_the_background_retry_connects(self):
+        node = fabric_node("FabricManagerPartitioning=true")
+        self.addCleanup(node.cleanup)
+        set_fm_state(node, running=False)
+        node.start()
+        node.wait_log(r"fabric manager unavailable: fabric manager: fmConnect\(unix:\S+\): "
+                      r"FM_ST_CONNECTION_NOT_VALID \(-9\); retrying in the background")
+        claim = node.allocate("pod-a", BOARD_5678)
+        error = self.prepare(node, [claim])[claim.uid]["error"]
+        self.assertIn("fabric manager is not connected (fabric manager: fmConnect(unix:", error)
+        self.assertIn("the claim cannot be prepared until the agent connects", error)
+        self.assertEqual(fm_state(node).get("calls", {}).get("fmActivateFabricPartition", 0), 0)
+        self.assertEqual(node.checkpoint(), {})
+        self.assertNotIn("partition4", node.published()["gpu-0"]["attributes"])
+        set_fm_state(node, running=True)
+        node.wait_log(r"fabric manager connected after retrying")
+        node.wait_published(lambda d: d["gpu-0"]["attributes"].get("partition4") == {"int": 2}, 60)
+        self.assertEqual(self.prepare(node, [claim])[claim.uid]["error"], "")
+        self.assertEqual(fm_state(node)["active"], [2])
+
+    def test_vfio_twins_carry_their_gpus_partition_attributes_and_count_for_the_module_set(self):
+        node = self.start("FabricManagerPartitioning=true,PassthroughSupport=true", pci=True)
+        devices = node.published()
+        # gpu-vfio-0 is the GPU at 0000:1b:00.0, gpu-0 (module 7): upstream copies its attributes.
+        for key in ("gpuModuleID", "partition1", "partition2", "partition4", "partition8"):
+            self.assertEqual(devices["gpu-vfio-0"]["attributes"][key], devices["gpu-0"]["attributes"][key], key)
+        # Two full GPUs and two VFIO twins of modules 5 6 7 8: partition 2 as one module set.
+        claim = node.allocate("vm-a", [("gpu", "gpu-1"), ("gpu", "gpu-2"), ("vm", "gpu-vfio-0"), ("vm", "gpu-vfio-3")],
+                              configs=[(["vm"], VFIO_CONFIG)])
+        self.assertEqual(self.prepare(node, [claim])[claim.uid]["error"], "")
+        self.assertEqual(fm_state(node)["active"], [2])
+        self.assertEqual(node.gpu().unprepare([claim])[claim.uid], "")
+        self.assertEqual(fm_state(node)["active"], [])
+
+    def test_metrics_count_the_activation(self):
+        node = self.start(args=("--http-endpoint=127.0.0.1:0",))
+
+        def scrape():
+            port = LISTENING.search(node.agent_log()).group(2)
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                return r.read().decode()
+
+        claim = node.allocate("pod-a", BOARD_5678)
+        self.assertEqual(self.prepare(node, [claim])[claim.uid]["error"], "")
+        page = scrape()
+        self.assertRegex(page, r'nvdra_fabric_partition_calls_total\{[^}]*operation="activate"[^}]*result="ok"[^}]*\} 1\b')
+        self.assertRegex(page, r'nvdra_fabric_partition_call_duration_seconds_count\{[^}]*operation="activate"[^}]*\} 1\b')
+        self.assertRegex(page, r"nvdra_fabric_partitions_active(\{\})? 1\b")
 
     def test_with_the_gates_off_nothing_of_fm_is_touched(self):
         node = self.start(gates="")
@@ -225,7 +294,7 @@ class FabricManagerPartitions(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         fabric_status = json.loads(out.stdout)
         self.assertTrue(fabric_status["manager"].startswith("unix:"), fabric_status)
-        self.assertEqual(fabric_status["partitions"], [{"id": 3, "modules": ["5", "6", "7", "8"], "claims": [claim.uid]}])
+        self.assertEqual(fabric_status["partitions"], [{"id": 2, "modules": ["5", "6", "7", "8"], "claims": [claim.uid]}])
         self.assertEqual(node.gpu().unprepare([claim])[claim.uid], "")
         out = subprocess.run([NVDRACTL, "-o", "json", "fabric"], env=env, capture_output=True, text=True, timeout=30)
         self.assertEqual(json.loads(out.stdout)["partitions"], [])

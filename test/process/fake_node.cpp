@@ -4,12 +4,17 @@
 // nvidia-cdi-hook) and a host root (DIR/node/host: /dev nodes as real character devices where
 // mknod is permitted — in the driver root's dev/ with --driver-container, as a GPU Operator driver
 // container has them — /proc/devices, the MIG capability files of every MIG device the mock NVML
-// profile in NVDRA_MOCK_PROFILE has). nvidia-smi, nvidia-cuda-mps-control and nvidia-cdi-hook append
+// profile in NVDRA_MOCK_PROFILE has, and one /proc/driver/nvidia-nvswitch/devices entry per NVSwitch
+// of the profile's `nvswitches:` count). nvidia-smi, nvidia-cuda-mps-control and nvidia-cdi-hook append
 // their arguments to DIR/node/<name>.log, so tests can see what ran. Prints the two roots as JSON.
 #include <sys/stat.h>
 
 #include <boost/json.hpp>
 
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -26,6 +31,29 @@ void recording_program(const std::string& path, const std::string& log) {
   fake::write_file(path, "#!/bin/sh\necho \"$*\" >> '" + log + "'\n"
                          "[ -t 0 ] || cat >> '" + log + "' 2>/dev/null || true\nexit 0\n");
   ::chmod(path.c_str(), 0755);
+}
+
+// The profile file the mock NVML reads (NVDRA_MOCK_PROFILE: a name under the profiles directory, or a path).
+std::string profile_path() {
+  const char* name = std::getenv("NVDRA_MOCK_PROFILE");
+  if (name == nullptr || *name == '\0') return "";
+  const std::string v(name);
+  if (v.find('/') != std::string::npos || (v.size() > 5 && v.compare(v.size() - 5, 5, ".yaml") == 0)) return v;
+  const char* dir = std::getenv("NVDRA_MOCK_PROFILES_DIR");
+  return std::string(dir != nullptr && *dir != '\0' ? dir : NVDRA_MOCK_PROFILES_DIR) + "/" + v + ".yaml";
+}
+
+// The profile's NVSwitch count as the driver shows it: one entry per switch (fake PCI addresses).
+void nvswitch_devices(const std::string& host_root) {
+  const std::string path = profile_path();
+  if (path.empty()) return;
+  const YAML::Node n = YAML::LoadFile(path)["nvswitches"];
+  const unsigned count = n ? n.as<unsigned>() : 0;
+  for (unsigned i = 0; i < count; ++i) {
+    char bdf[16];
+    std::snprintf(bdf, sizeof bdf, "0000:%02x:00.0", 5 + i);
+    fake::write_file(host_root + "/proc/driver/nvidia-nvswitch/devices/" + bdf, "");
+  }
 }
 
 }  // namespace
@@ -76,6 +104,7 @@ int main(int argc, char** argv) {
                        "DeviceFileMinor: " + std::to_string(next_minor++) + "\nDeviceFileMode: 292\n");
     }
   }
+  nvswitch_devices(root.host_root());
   boost::json::object out{{"driver_root", root.driver_root()}, {"host_root", root.host_root()}};
   std::cout << boost::json::serialize(out) << "\n";
   return 0;
