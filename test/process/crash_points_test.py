@@ -136,7 +136,7 @@ def add_compute_domain(run):
 
 
 def fabric_claim(run, name):
-    return run.node.allocate(name, fabric_manager_test.BOARD_5678)  # partition 3's GPUs
+    return run.node.allocate(name, fabric_manager_test.BOARD_5678)  # partition 2's GPUs
 
 
 def no_active_partition(test, run):

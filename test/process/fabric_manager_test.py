@@ -123,7 +123,7 @@ class FabricManagerPartitions(unittest.TestCase):
         self.assertEqual(node.checkpoint(), {})
         good = node.allocate("pod-b", PAIR_13, configs=[((), fabric(strategy="Manual", partitionIDs=["3"]))])
         self.assertEqual(self.prepare(node, [good])[good.uid]["error"], "")
-        self.assertEqual(fm_state(node)["active"], [2])
+        self.assertEqual(fm_state(node)["active"], [3])
 
     def test_an_overlapping_claim_fails_only_itself(self):
         node = self.start("FabricManagerPartitioning=true,FabricTopologySupport=true")

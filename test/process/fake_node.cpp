@@ -47,8 +47,13 @@ std::string profile_path() {
 void nvswitch_devices(const std::string& host_root) {
   const std::string path = profile_path();
   if (path.empty()) return;
-  const YAML::Node n = YAML::LoadFile(path)["nvswitches"];
-  const unsigned count = n ? n.as<unsigned>() : 0;
+  unsigned count = 0;
+  try {
+    const YAML::Node n = YAML::LoadFile(path)["nvswitches"];
+    count = n ? n.as<unsigned>() : 0;
+  } catch (const YAML::Exception&) {
+    return;  // an unreadable profile is the mock NVML's to report (discovery above already used it)
+  }
   for (unsigned i = 0; i < count; ++i) {
     char bdf[16];
     std::snprintf(bdf, sizeof bdf, "0000:%02x:00.0", 5 + i);
