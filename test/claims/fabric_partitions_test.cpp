@@ -4,10 +4,8 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include <boost/asio/post.hpp>
-
 #include <condition_variable>
-#include <future>
+#include <thread>
 #include <mutex>
 
 #include "agent/claims/fabric_partitions.hpp"
@@ -116,10 +114,15 @@ class StuckFabricManager final : public fm::FabricManager {
   Result<std::vector<fm::Partition>> partitions() override { return fm::hgx8_partitions(); }
   Status activate(unsigned) override {
     std::unique_lock lock(mu);
+    threads.push_back(std::this_thread::get_id());
     cv.wait(lock, [&] { return released; });
     return {};
   }
-  Status deactivate(unsigned) override { return {}; }
+  Status deactivate(unsigned) override {
+    std::lock_guard lock(mu);
+    threads.push_back(std::this_thread::get_id());
+    return {};
+  }
   std::string endpoint() const override { return "stuck:"; }
   void release() {
     std::lock_guard lock(mu);
@@ -129,11 +132,10 @@ class StuckFabricManager final : public fm::FabricManager {
   std::mutex mu;
   std::condition_variable cv;
   bool released = false;
+  std::vector<std::thread::id> threads;  // where each call ran
 };
 
-TEST_F(FabricPartitionsTest, AnFmCallPastTheDeadlineFailsTheClaimAndCostsTheWorkerPoolNothing) {
-  // One worker thread, as a pool fully taken would be: a hung FM call must not hold it.
-  runtime::WorkerPool one{1};
+TEST_F(FabricPartitionsTest, AnFmCallPastTheDeadlineFailsTheClaimAndFmCallsQueueOnOneThreadOfTheirOwn) {
   auto stuck = std::make_shared<StuckFabricManager>();
   session_.manager = stuck;
   FabricPartitions fabric(io_.get_executor(), session_, FabricGates{true, false}, metrics::null_sink(),
@@ -143,20 +145,20 @@ TEST_F(FabricPartitionsTest, AnFmCallPastTheDeadlineFailsTheClaimAndCostsTheWork
   auto st = run_awaitable(io_, fabric.activate(kubelet::ClaimRef{"ns", "a", "a"}, *plan));
   ASSERT_FALSE(st);
   EXPECT_EQ(st.error().message, "fabric manager: fmActivateFabricPartition(3) did not answer within 50 ms");
-  // A second hang queues behind the first on FM's thread, and times out the same way.
+  // The next FM call waits behind the stuck one on FM's single thread (on a pool, it would take a
+  // second thread and answer at once; repeated hangs would take them all), and times out the same way.
   auto again = run_awaitable(io_, fabric.release(kubelet::ClaimRef{"ns", "a", "a"}));
-  ASSERT_FALSE(again) << "deactivate goes to FM's thread too, behind the stuck activate";
+  ASSERT_FALSE(again) << "deactivate ran beside the stuck activate: FM calls are not on one thread";
   EXPECT_EQ(again.error().message, "fabric manager: fmDeactivateFabricPartition(3) did not answer within 50 ms");
-  // The worker pool still runs claim work while FM is stuck (FM calls used to occupy its threads).
-  std::promise<int> ran;
-  auto done = ran.get_future();
-  boost::asio::post(one.executor(), [&ran] { ran.set_value(7); });
-  ASSERT_EQ(done.wait_for(std::chrono::seconds(30)), std::future_status::ready)
-      << "a hung FM call holds the worker pool";
-  EXPECT_EQ(done.get(), 7);
   stuck->release();
   // FM answers again: the queued calls drain, and the claim's release goes through.
   EXPECT_TRUE(run_awaitable(io_, fabric.release(kubelet::ClaimRef{"ns", "a", "a"})));
+  std::lock_guard lock(stuck->mu);
+  ASSERT_EQ(stuck->threads.size(), 3u);  // activate, the late deactivate, the last deactivate
+  for (const auto& t : stuck->threads) {
+    EXPECT_EQ(t, stuck->threads[0]);
+    EXPECT_NE(t, std::this_thread::get_id());
+  }
 }
 
 TEST_F(FabricPartitionsTest, ConnectingIsBoundedByTheDeadlineAndAFailedConnectionFailsClaimsNamingIt) {
