@@ -77,11 +77,11 @@ asio::awaitable<Status> FabricPartitions::connect(FmOpener open) {
   co_return Status{};
 }
 
-void FabricPartitions::keep_connecting(FmOpener open, std::function<void()> on_connected) {
+void FabricPartitions::keep_connecting(FmOpener open, OnConnected on_connected) {
   asio::co_spawn(retry_timer_.get_executor(), retry(std::move(open), std::move(on_connected)), asio::detached);
 }
 
-asio::awaitable<void> FabricPartitions::retry(FmOpener open, std::function<void()> on_connected) {
+asio::awaitable<void> FabricPartitions::retry(FmOpener open, OnConnected on_connected) {
   auto alive = alive_;
   auto delay = std::chrono::seconds(1);
   for (;;) {
@@ -93,7 +93,7 @@ asio::awaitable<void> FabricPartitions::retry(FmOpener open, std::function<void(
     if (!*alive) co_return;
     if (st) {
       nvdra::logger("fabric")->info("fabric manager connected after retrying: claims needing a partition proceed");
-      if (on_connected) on_connected();
+      if (on_connected) co_await on_connected();  // still alive: nothing was suspended since the check
       co_return;
     }
     nvdra::logger("fabric")->warn("fabric manager still unavailable, retrying in {} s: {}", delay.count(),

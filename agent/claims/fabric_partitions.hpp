@@ -64,8 +64,9 @@ class FabricPartitions {
 
   // Connects once (on FM's thread, within the deadline); the session keeps the error when it fails.
   boost::asio::awaitable<Status> connect(FmOpener open);
-  // Retries connect() in the background until it succeeds, then calls on_connected. Stops with this object.
-  void keep_connecting(FmOpener open, std::function<void()> on_connected);
+  // Retries connect() in the background until it succeeds, then awaits on_connected. Stops with this object.
+  using OnConnected = std::function<boost::asio::awaitable<void>()>;
+  void keep_connecting(FmOpener open, OnConnected on_connected);
   const FabricSession& session() const { return session_; }
 
   bool enabled() const { return gates_.any(); }
@@ -96,7 +97,7 @@ class FabricPartitions {
   template <class T>
   boost::asio::awaitable<std::optional<T>> on_fm_thread(std::function<T()> fn);
   boost::asio::awaitable<Status> call(std::function<Status(fm::FabricManager&)> fn, std::string what);
-  boost::asio::awaitable<void> retry(FmOpener open, std::function<void()> on_connected);
+  boost::asio::awaitable<void> retry(FmOpener open, OnConnected on_connected);
   bool held_elsewhere(unsigned id, const std::string& uid) const;  // by another activating plan
   const fm::Partition* partition(unsigned id) const;
 

@@ -1,7 +1,5 @@
 #include "agent/drivers/gpu_backend.hpp"
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
@@ -346,7 +344,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   }
   parts_ = std::move(parts);
   publish_fabric_status();
-  if (fm_load) parts_->fabric->keep_connecting(fabric_manager_opener(*fm_load), [this] { fabric_connected(); });
+  if (fm_load) parts_->fabric->keep_connecting(fabric_manager_opener(*fm_load), [this] { return fabric_connected(); });
   co_return Status{};
 }
 
@@ -393,21 +391,16 @@ DriverResources GpuBackend::current_resources() const {
 
 // FM came up after start: checkpointed claims hold their partitions again (FM may have lost them),
 // the slices get the partition attributes, the status its endpoint.
-void GpuBackend::fabric_connected() {
-  boost::asio::co_spawn(
-      ctx_.executor,
-      [this]() -> boost::asio::awaitable<void> {
-        if (!parts_) co_return;
-        claims::RecoveryReport report;
-        co_await parts_->handler->adopt_fabric(report);
-        auto st = co_await parts_->fabric->reconcile();
-        auto log = nvdra::logger(config::kGpuDriverName);
-        for (const auto& e : report.errors) log->warn("fabric manager connected: {}", e.describe());
-        if (!st) log->warn("fabric manager connected, re-activating held partitions failed: {}", st.error().describe());
-        publish_fabric_status();
-        if (resources_changed_) resources_changed_(current_resources());
-      },
-      boost::asio::detached);
+boost::asio::awaitable<void> GpuBackend::fabric_connected() {
+  if (!parts_) co_return;
+  claims::RecoveryReport report;
+  co_await parts_->handler->adopt_fabric(report);
+  auto st = co_await parts_->fabric->reconcile();
+  auto log = nvdra::logger(config::kGpuDriverName);
+  for (const auto& e : report.errors) log->warn("fabric manager connected: {}", e.describe());
+  if (!st) log->warn("fabric manager connected, re-activating held partitions failed: {}", st.error().describe());
+  publish_fabric_status();
+  if (resources_changed_) resources_changed_(current_resources());
 }
 
 void GpuBackend::publish_fabric_status() {

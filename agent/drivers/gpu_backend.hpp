@@ -28,7 +28,7 @@ class GpuBackend final : public DriverBackend {
 
   struct Parts;  // what start() builds (defined in the .cpp)
   void publish_fabric_status();  // active FM partitions into the D-Bus status
-  void fabric_connected();       // FM reached after start (background retry)
+  boost::asio::awaitable<void> fabric_connected();  // FM reached after start (background retry)
 
  private:
   DriverResources current_resources() const;

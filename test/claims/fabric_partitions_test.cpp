@@ -202,7 +202,10 @@ TEST_F(FabricPartitionsTest, KeepConnectingRetriesUntilFmAnswers) {
         if (++attempts < 2) return make_error(ErrorCode::kUnavailable, "fabric manager: FM_ST_CONNECTION_NOT_VALID (-9)");
         return FmConnection{fake, fm::hgx8_partitions()};
       },
-      [&] { connected = true; });
+      [&]() -> boost::asio::awaitable<void> {
+        connected = true;
+        co_return;
+      });
   while (!connected && io_.run_one()) {
   }
   EXPECT_TRUE(connected);
