@@ -272,24 +272,13 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   ho.gates.fabric_topology_support = o.gates.enabled("FabricTopologySupport");
   const claims::FabricGates fabric_gates{o.gates.enabled(config::gate::kFabricManagerPartitioning),
                                          o.gates.enabled(config::gate::kFabricTopologySupport)};
-  std::optional<fm::LoadOptions> fm_load;
+  claims::FmOpener fm_retry;  // set when FM is expected but did not answer at start
   if (fabric_gates.any()) {
     auto probe = co_await ctx_.workers.run([&o, &model = p.gpus->model] { return probe_fabric(o, model); });
-    fm_load = std::move(probe.load);
     p.fabric = std::make_unique<claims::FabricPartitions>(ctx_.executor, std::move(probe.session), fabric_gates,
                                                           ctx_.metrics);
     p.fabric->on_change([this] { publish_fabric_status(); });
-    // On FM's own thread, bounded by the FM deadline: an FM that hangs cannot hang the agent's start.
-    if (fm_load) {
-      if (auto st = co_await p.fabric->connect(fabric_manager_opener(*fm_load)); !st) {
-        log->warn("fabric manager unavailable: {}; retrying in the background, claims needing a partition fail "
-                  "until it connects",
-                  st.error().message);
-        ctx_.status.record_error(config::kGpuDriverName, "fabric manager unavailable: " + st.error().message);
-      } else {
-        fm_load.reset();  // connected: nothing to retry
-      }
-    }
+    fm_retry = co_await connect_at_start(*p.fabric, std::move(probe.load), ctx_.status);
     ho.fabric = p.fabric.get();
   }
   ho.on_spec_rewritten = [this, node = o.node_name](const kubelet::ClaimRef&, const std::string& note) {
@@ -344,7 +333,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   }
   parts_ = std::move(parts);
   publish_fabric_status();
-  if (fm_load) parts_->fabric->keep_connecting(fabric_manager_opener(*fm_load), [this] { return fabric_connected(); });
+  if (fm_retry) parts_->fabric->keep_connecting(std::move(fm_retry), [this] { return fabric_connected(); });
   co_return Status{};
 }
 

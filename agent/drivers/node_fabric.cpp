@@ -7,6 +7,7 @@
 
 #include "agent/base/log.hpp"
 #include "agent/config/options.hpp"
+#include "agent/status/agent_status.hpp"
 #include "nvml/upstream_names.hpp"
 
 namespace nvdra::drivers {
@@ -70,6 +71,19 @@ claims::FmOpener fabric_manager_opener(fm::LoadOptions load) {
     if (!table) return table.error();
     return claims::FmConnection{std::shared_ptr<fm::FabricManager>(std::move(*manager)), std::move(*table)};
   };
+}
+
+boost::asio::awaitable<claims::FmOpener> connect_at_start(claims::FabricPartitions& fabric,
+                                                          std::optional<fm::LoadOptions> load,
+                                                          status::AgentStatus& status) {
+  if (!load) co_return claims::FmOpener{};
+  auto st = co_await fabric.connect(fabric_manager_opener(*load));
+  if (st) co_return claims::FmOpener{};
+  logger("fabric")->warn("fabric manager unavailable: {}; retrying in the background, claims needing a partition "
+                         "fail until it connects",
+                         st.error().message);
+  status.record_error(std::string(config::kGpuDriverName), "fabric manager unavailable: " + st.error().message);
+  co_return fabric_manager_opener(std::move(*load));
 }
 
 void add_fabric_attributes(DriverResources& resources, const claims::FabricSession& session,

@@ -4,6 +4,8 @@
 // whose VPD says SW_MNG), the FM connection (libnvfm.so.1 under the driver root, endpoint from
 // upstream's NVIDIA_FABRICMANAGER_* environment) and its partition table; and the attributes
 // upstream publishes from it (gpuModuleID, partition1/2/4/8).
+#include <boost/asio/awaitable.hpp>
+
 #include <optional>
 #include <string>
 
@@ -12,6 +14,7 @@
 #include "nvml/device_model.hpp"
 
 namespace nvdra::config { struct Options; }
+namespace nvdra::status { class AgentStatus; }
 
 namespace nvdra::drivers {
 
@@ -26,6 +29,13 @@ FabricProbe probe_fabric(const config::Options& options, const nvml::DeviceModel
 // dlopen + fmConnect + fmGetSupportedFabricPartitions: blocking, and FM may not answer — run it
 // through FabricPartitions::connect (FM's thread, bounded by its deadline).
 claims::FmOpener fabric_manager_opener(fm::LoadOptions load);
+
+// Start-up: connects through `fabric` (FM's thread, bounded: an FM that hangs cannot hang the start).
+// Returns the opener to retry with when FM is expected but did not answer (logged, and recorded as a
+// status error of the gpu driver); an empty one when connected or when no FM is expected here.
+boost::asio::awaitable<claims::FmOpener> connect_at_start(claims::FabricPartitions& fabric,
+                                                          std::optional<fm::LoadOptions> load,
+                                                          status::AgentStatus& status);
 
 // gpuModuleID on every full GPU, MIG device and VFIO device (upstream §2.3: copied from the parent
 // GPU, found by PCI address) with a module id, and partitionN = the id of the FM partition of N GPUs
