@@ -187,7 +187,8 @@ Result<MachineProfile> parse_profile(std::string_view text, const std::string& p
   try {
     YAML::Node root = YAML::Load(std::string(text));
     if (!root.IsMap()) fail("", root, "must be a mapping with driverVersion, cudaDriverVersion, gpus");
-    // nvswitches and fabricManager belong to the mock libnvfm.so.1 (fm/mock/fm_machine.hpp).
+    // fabricManager belongs to the mock libnvfm.so.1 (fm/mock/fm_machine.hpp); nvswitches to nvdra-fake-node,
+    // which lays out that many /proc/driver/nvidia-nvswitch/devices entries.
     check_keys(root, "", {"driverVersion", "cudaDriverVersion", "gpus", "nvswitches", "fabricManager"});
     profile.driver_version = scalar<std::string>(root, "driverVersion", "driverVersion", "a driver version like 570.148.08");
     static const std::regex ver_re("^[0-9]+(\\.[0-9]+){1,2}$");
