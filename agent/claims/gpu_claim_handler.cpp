@@ -191,10 +191,11 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
     }
   }
   std::map<std::string, cdi::ContainerEdits> vfio_edits;  // VFIO devices, by name, once bound
+  const auto vfio_deadline = vfio_ ? vfio_->claim_deadline() : VfioStep::Deadline{};
   for (const auto& group : *groups)
     for (const auto* d : group.devices) {
       if (d->type != DeviceType::kVfio || !side || !group.vfio) continue;
-      auto cdev = co_await vfio_->hand_over(*d);
+      auto cdev = co_await vfio_->hand_over(*d, vfio_deadline);
       auto e = cdev ? vfio_->device_edits(*d, *group.vfio, *cdev) : Result<cdi::ContainerEdits>(cdev.error());
       if (e) vfio_edits.emplace(d->name, std::move(*e));
       else side = e.error();

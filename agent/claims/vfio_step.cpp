@@ -96,9 +96,10 @@ boost::asio::awaitable<Status> VfioStep::wait_for_driver(const std::string& addr
   }
 }
 
-boost::asio::awaitable<Status> VfioStep::wait_until_free(const InventoryDevice& d) {
+VfioStep::Deadline VfioStep::claim_deadline() const { return Clock::now() + options_.busy_deadline; }
+
+boost::asio::awaitable<Status> VfioStep::wait_until_free(const InventoryDevice& d, Deadline deadline) {
   if (!d.has_minor) co_return Status{};
-  const auto deadline = Clock::now() + options_.busy_deadline;
   const unsigned minor = d.minor;
   for (;;) {
     auto holders = co_await pool_.run([&] { return binder_.holders(minor); });
@@ -106,8 +107,9 @@ boost::asio::awaitable<Status> VfioStep::wait_until_free(const InventoryDevice& 
     if (Clock::now() >= deadline)
       co_return make_error(ErrorCode::kUnavailable,
                            "GPU " + d.pci_bus_id + " (" + d.name + ", /dev/nvidia" + std::to_string(minor) +
-                               ") is still in use after " + seconds(options_.busy_deadline) + " by " +
-                               describe(holders) + "; stop them (or the host service that runs them) and retry");
+                               ") is still in use by " + describe(holders) + " at the end of the claim's " +
+                               seconds(options_.busy_deadline) +
+                               " wait for its GPUs to be free; stop them (or the host service that runs them) and retry");
     co_await pause(options_.busy_poll);
   }
 }
@@ -125,7 +127,7 @@ boost::asio::awaitable<Status> VfioStep::rebind(const std::string& address, cons
   co_return st;
 }
 
-boost::asio::awaitable<Result<std::string>> VfioStep::hand_over(const InventoryDevice& d) {
+boost::asio::awaitable<Result<std::string>> VfioStep::hand_over(const InventoryDevice& d, Deadline busy_until) {
   auto log = nvdra::logger("claims");
   auto driver = co_await pool_.run([&] { return binder_.driver(d.pci_bus_id); });
   if (!driver) co_return driver.error();
@@ -135,7 +137,7 @@ boost::asio::awaitable<Result<std::string>> VfioStep::hand_over(const InventoryD
                                                                ") is bound to driver " + *driver +
                                                                ", expected nvidia or vfio-pci");
     if (!driver->empty()) {
-      if (auto st = co_await wait_until_free(d); !st) co_return st.error();
+      if (auto st = co_await wait_until_free(d, busy_until); !st) co_return st.error();
       if (auto st = co_await pool_.run([&] { return binder_.unbind(d.pci_bus_id, *driver); }); !st)
         co_return st.error();
       if (auto st = co_await wait_for_driver(d.pci_bus_id, "", "GPU"); !st) co_return st.error();
@@ -208,12 +210,13 @@ boost::asio::awaitable<Status> VfioStep::give_back(const InventoryDevice& d) {
 }
 
 cdi::ContainerEdits VfioStep::claim_edits(const VfioDeviceConfig& c) const {
-  const bool iommufd_api = c.iommu && c.iommu->backend_policy == "PreferIommuFD" && c.iommu->enable_api_device &&
-                           options_.iommufd;
   cdi::ContainerEdits e;
   e.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
+  // Upstream's GetCommonEdits: without enableAPIDevice only the env ("IOMMU API device is not
+  // requested"); with it /dev/iommu (PreferIommuFD on an iommufd host) or else /dev/vfio/vfio.
+  if (!c.iommu || !c.iommu->enable_api_device) return e;
   cdi::DeviceNode api;
-  api.path = iommufd_api ? "/dev/iommu" : "/dev/vfio/vfio";
+  api.path = c.iommu->backend_policy == "PreferIommuFD" && options_.iommufd ? "/dev/iommu" : "/dev/vfio/vfio";
   e.device_nodes.push_back(std::move(api));
   return e;
 }

@@ -4,7 +4,7 @@
 // vfio-pci at prepare and back at unprepare, and builds the claim's VFIO CDI edits.
 //
 // hand_over: already on vfio-pci → nothing to do (another tool, or a prepare cut short after the
-// bind); on nvidia → wait, up to busy_deadline, until no host process holds /dev/nvidia<minor>
+// bind); on nvidia → wait, until the claim's deadline, until no host process holds /dev/nvidia<minor>
 // (then an error naming them, instead of the endless wait upstream's users hit), unbind, set
 // driver_override=vfio-pci, drivers_probe, and confirm the kernel bound vfio-pci (bind_deadline).
 // give_back: the reverse (override cleared, so the default driver nvidia binds), then wait until
@@ -65,12 +65,20 @@ class VfioStep {
  public:
   VfioStep(runtime::WorkerPool& pool, PciBinder& binder, VfioStepOptions options);
 
-  // Binds `device` (kVfio) to vfio-pci; returns its iommufd cdev name ("" when none).
-  boost::asio::awaitable<Result<std::string>> hand_over(const InventoryDevice& device);
+  using Deadline = std::chrono::steady_clock::time_point;
+  // One wait for busy GPUs per claim (busy_deadline from now): every GPU of the claim is waited for
+  // until the same instant, so a claim of several GPUs still ends inside kubelet's 45 s.
+  Deadline claim_deadline() const;
+  // Binds `device` (kVfio) to vfio-pci, waiting for its holders until `busy_until`; returns its
+  // iommufd cdev name ("" when none).
+  boost::asio::awaitable<Result<std::string>> hand_over(const InventoryDevice& device, Deadline busy_until);
+  boost::asio::awaitable<Result<std::string>> hand_over(const InventoryDevice& device) {
+    return hand_over(device, claim_deadline());
+  }
   boost::asio::awaitable<Status> give_back(const InventoryDevice& device);
 
-  // Upstream's VFIO claim edits: spec level NVIDIA_VISIBLE_DEVICES=void and the VFIO API device
-  // (/dev/iommu with PreferIommuFD + enableAPIDevice on an iommufd host, else /dev/vfio/vfio);
+  // Upstream's VFIO claim edits: spec level NVIDIA_VISIBLE_DEVICES=void, plus the VFIO API device
+  // only with enableAPIDevice (/dev/iommu with PreferIommuFD on an iommufd host, else /dev/vfio/vfio);
   // per device /dev/vfio/devices/<cdev> (PreferIommuFD on an iommufd host) or /dev/vfio/<group>.
   cdi::ContainerEdits claim_edits(const VfioDeviceConfig& config) const;
   Result<cdi::ContainerEdits> device_edits(const InventoryDevice& device, const VfioDeviceConfig& config,
@@ -92,7 +100,7 @@ class VfioStep {
                                         const std::string& what);
   boost::asio::awaitable<Status> wait_for_driver(const std::string& address, const std::string& driver,
                                                  const std::string& what);
-  boost::asio::awaitable<Status> wait_until_free(const InventoryDevice& device);
+  boost::asio::awaitable<Status> wait_until_free(const InventoryDevice& device, Deadline deadline);
 
   runtime::WorkerPool& pool_;
   PciBinder& binder_;

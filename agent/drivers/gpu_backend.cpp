@@ -140,11 +140,15 @@ Status open_parts(GpuBackend::Parts& p, const config::Options& o) {
 Status open_passthrough(GpuBackend::Parts& p, const config::Options& o) {
   auto log = logger(config::kGpuDriverName);
   const fs::path host(o.host_root);
+  std::error_code ec;
+  if (!fs::exists(host, ec))  // upstream's flag check, before IOMMU (else reported as "IOMMU is not enabled")
+    return make_error(ErrorCode::kFailedPrecondition,
+                      "PassthroughSupport: host root is not mounted at \"" + o.host_root +
+                          "\" (--host-root, HOST_ROOT): mount the host's / there, or leave the gate off");
   if (!nvml::iommu_enabled(o.host_root))
     return make_error(ErrorCode::kFailedPrecondition,
                       "PassthroughSupport: IOMMU is not enabled in the kernel (" + (host / "sys/kernel/iommu_groups").string() +
                           " is empty): boot the host with intel_iommu=on or amd_iommu=on, or leave the gate off");
-  std::error_code ec;
   if (!fs::is_directory(host / "sys/module/vfio_pci", ec))
     return make_error(ErrorCode::kFailedPrecondition,
                       "PassthroughSupport: the vfio-pci module is not loaded (" + (host / "sys/module/vfio_pci").string() +

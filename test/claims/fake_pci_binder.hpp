@@ -46,6 +46,7 @@ class FakePciBinder final : public PciBinder {
   }
   std::vector<GpuHolder> holders(unsigned minor) override {
     std::lock_guard lock(mu);
+    ++holder_reads;
     return busy[minor];
   }
   std::string iommufd_cdev(const std::string& a) override {
@@ -58,6 +59,7 @@ class FakePciBinder final : public PciBinder {
     return drivers[a] == "vfio-pci" ? "vfio7" : "";
   }
   int cdev_late = 0;
+  int holder_reads = 0;
   int cdev_reads = 0;
 };
 

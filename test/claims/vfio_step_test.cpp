@@ -89,10 +89,25 @@ TEST_F(VfioStepTest, ABusyGpuFailsAfterTheDeadlineNamingItsHoldersAndStaysOnNvid
   auto r = run_awaitable(io, s.hand_over(device));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message,
-            "GPU 0000:18:00.0 (gpu-vfio-0, /dev/nvidia3) is still in use after 0.0s by pid 4242 (cuda-app), pid 17 "
-            "(dcgm-exporter); stop them (or the host service that runs them) and retry");
+            "GPU 0000:18:00.0 (gpu-vfio-0, /dev/nvidia3) is still in use by pid 4242 (cuda-app), pid 17 "
+            "(dcgm-exporter) at the end of the claim's 0.0s wait for its GPUs to be free; stop them (or the host "
+            "service that runs them) and retry");
   EXPECT_EQ(kernel.drivers[kGpu], "nvidia");
   EXPECT_TRUE(kernel.log.empty());
+}
+
+TEST_F(VfioStepTest, TheBusyWaitEndsAtTheClaimsDeadlineNotOnePerGpu) {
+  // A GPU handed over late in a claim gets what is left of the claim's wait, not a wait of its own:
+  // past the claim's deadline one look at its holders decides.
+  options.busy_deadline = std::chrono::hours(1);
+  kernel.busy[3] = {GpuHolder{4242, "cuda-app"}};
+  auto s = step();
+  const auto deadline = std::chrono::steady_clock::now() - 1ms;
+  auto r = run_awaitable(io, s.hand_over(device, deadline));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(kernel.holder_reads, 1);
+  EXPECT_NE(r.error().message.find("pid 4242 (cuda-app) at the end of the claim's 3600s wait"), std::string::npos)
+      << r.error().message;
 }
 
 TEST_F(VfioStepTest, ARefusedUnbindIsAnErrorNamingTheDriverItKept) {
@@ -137,11 +152,19 @@ TEST_F(VfioStepTest, CdiEditsFollowTheIommuBackend) {
   EXPECT_EQ(legacy.claim_edits(prefer).device_nodes[0].path, "/dev/vfio/vfio");  // no /dev/iommu on the host
   EXPECT_EQ(legacy.device_edits(device, prefer, "vfio7")->device_nodes[0].path, "/dev/vfio/10");
   EXPECT_EQ(legacy.claim_edits(prefer).env, (std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=void"}));
+  EXPECT_EQ(legacy.claim_edits(VfioDeviceConfig{IommuConfig{"LegacyOnly", true}}).device_nodes[0].path,
+            "/dev/vfio/vfio");
+  // Upstream: no API device unless enableAPIDevice asks for one, whatever the backend.
+  for (const auto& c : {VfioDeviceConfig{}, VfioDeviceConfig{IommuConfig{"LegacyOnly", false}},
+                        VfioDeviceConfig{IommuConfig{"PreferIommuFD", false}}}) {
+    EXPECT_TRUE(legacy.claim_edits(c).device_nodes.empty());
+    EXPECT_EQ(legacy.claim_edits(c).env, (std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=void"}));
+  }
   options.iommufd = true;
   auto fd = step();
   EXPECT_EQ(fd.claim_edits(prefer).device_nodes[0].path, "/dev/iommu");
-  EXPECT_EQ(fd.claim_edits(VfioDeviceConfig{IommuConfig{"PreferIommuFD", false}}).device_nodes[0].path,
-            "/dev/vfio/vfio");
+  EXPECT_EQ(fd.claim_edits(VfioDeviceConfig{IommuConfig{"LegacyOnly", true}}).device_nodes[0].path, "/dev/vfio/vfio");
+  EXPECT_TRUE(fd.claim_edits(VfioDeviceConfig{IommuConfig{"PreferIommuFD", false}}).device_nodes.empty());
   EXPECT_EQ(fd.device_edits(device, prefer, "vfio7")->device_nodes[0].path, "/dev/vfio/devices/vfio7");
   EXPECT_EQ(fd.device_edits(device, VfioDeviceConfig{IommuConfig{"LegacyOnly", false}}, "vfio7")->device_nodes[0].path,
             "/dev/vfio/10");

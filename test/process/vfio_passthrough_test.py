@@ -4,6 +4,7 @@ and drivers_probe), the mock NVML hiding a GPU while it is off nvidia, the kubel
 import json
 import os
 import subprocess
+import threading
 import unittest
 
 import grpc
@@ -69,8 +70,8 @@ class Passthrough(unittest.TestCase):
         self.assertEqual(self.pci.driver(self.bdf[0]), "vfio-pci")
         self.assertTrue(os.path.exists(os.path.join(self.node.host_root, "dev/vfio/10")))
         spec = self.node.cdi_spec(claim_file(claim))
-        self.assertEqual(spec["containerEdits"], {"env": ["NVIDIA_VISIBLE_DEVICES=void"],
-                                                  "deviceNodes": [{"path": "/dev/vfio/vfio"}]})
+        # Upstream's GetCommonEdits: no IOMMU API device unless enableAPIDevice asks for it.
+        self.assertEqual(spec["containerEdits"], {"env": ["NVIDIA_VISIBLE_DEVICES=void"]})
         self.assertEqual(spec["devices"], [{"name": f"{claim.uid}-gpu-vfio-0",
                                             "containerEdits": {"deviceNodes": [{"path": "/dev/vfio/10"}]}}])
         entry = self.node.checkpoint()[claim.uid]
@@ -85,6 +86,13 @@ class Passthrough(unittest.TestCase):
         self.wait_published(lambda n: "gpu-0" in n)
         self.assertEqual(self.node.cdi_files(), [])
         self.assertEqual(self.node.checkpoint(), {})
+        # enableAPIDevice with LegacyOnly: the legacy container device, /dev/vfio/vfio.
+        api = dict(VFIO_CONFIG, iommu={"backendPolicy": "LegacyOnly", "enableAPIDevice": True})
+        legacy = self.node.allocate("vm-b", [("vm", "gpu-vfio-0")], configs=[(["vm"], api)])
+        self.prepare_ok(legacy)
+        self.assertEqual(self.node.cdi_spec(claim_file(legacy))["containerEdits"],
+                         {"env": ["NVIDIA_VISIBLE_DEVICES=void"], "deviceNodes": [{"path": "/dev/vfio/vfio"}]})
+        self.assertEqual(self.node.gpu().unprepare([legacy]), {legacy.uid: ""})
 
     def metadata_dir(self):
         return os.path.join(self.node.dirs.plugins, GPU, "dra-device-metadata")
@@ -180,13 +188,34 @@ class Passthrough(unittest.TestCase):
         free = self.node.allocate("vm-free", [("vm", "gpu-vfio-2")])
         answer = self.node.gpu().prepare([busy, free], timeout=45)
         self.assertEqual(answer[free.uid]["error"], "")
-        self.assertIn("GPU 0000:2a:00.0 (gpu-vfio-1, /dev/nvidia1) is still in use after 20s by pid 4242 (cuda-app)",
-                      answer[busy.uid]["error"])
+        self.assertIn("GPU 0000:2a:00.0 (gpu-vfio-1, /dev/nvidia1) is still in use by pid 4242 (cuda-app) at the end "
+                      "of the claim's 20s wait for its GPUs to be free", answer[busy.uid]["error"])
         self.assertEqual((self.pci.driver(self.bdf[1]), self.pci.driver(self.bdf[2])), ("nvidia", "vfio-pci"))
         self.assertNotIn(busy.uid, self.node.checkpoint())
         self.pci.release(4242)
         self.prepare_ok(busy)
         self.assertEqual(self.pci.driver(self.bdf[1]), "vfio-pci")
+
+    def test_a_claims_gpus_share_one_wait_inside_kubelets_deadline(self):
+        # Three GPUs, two held by host processes that let go after 15 s and 30 s: one wait per GPU would
+        # take 15 + 20 s and more (kubelet gives up at 45 s); one 20 s wait for the claim fails it in
+        # time, naming what still holds a GPU, and every GPU bound so far goes back to nvidia.
+        self.start()
+        self.pci.hold(minor=1, pid=5001, comm="cuda-a")
+        self.pci.hold(minor=2, pid=5002, comm="cuda-b")
+        claim = self.node.allocate("vm-three", [("a", "gpu-vfio-0"), ("b", "gpu-vfio-1"), ("c", "gpu-vfio-2")],
+                                   configs=[([], VFIO_CONFIG)])
+        releases = [threading.Timer(15, self.pci.release, (5001,)), threading.Timer(30, self.pci.release, (5002,))]
+        for t in releases:
+            self.addCleanup(t.cancel)
+            t.start()
+        error = self.node.gpu().prepare([claim], timeout=45)[claim.uid]["error"]
+        self.assertIn("GPU 0000:3a:00.0 (gpu-vfio-2, /dev/nvidia2) is still in use by pid 5002 (cuda-b) at the end of "
+                      "the claim's 20s wait for its GPUs to be free", error)
+        self.assertEqual([self.pci.driver(self.bdf[m]) for m in range(3)], ["nvidia"] * 3)
+        # GPU 1 was bound once its holder let go, then rolled back with GPU 0.
+        self.assertIn(("unbind", "vfio-pci", self.bdf[1]), self.pci.writes)
+        self.assertNotIn(claim.uid, self.node.checkpoint())
 
     def test_a_refused_bind_rolls_the_claim_back(self):
         self.start()
@@ -304,22 +333,35 @@ class Passthrough(unittest.TestCase):
         self.assertEqual(spec["devices"][0]["containerEdits"], {"deviceNodes": [{"path": "/dev/vfio/devices/vfio3"}]})
         self.assertEqual(node.gpu().unprepare([claim]), {claim.uid: ""})
 
-    def test_the_gate_needs_an_iommu(self):
-        node = SimulatedNode(profile="l4", gates=GATES, drivers=[GPU], pci=False)
-        self.addCleanup(node.cleanup)
-        proc = subprocess.Popen([agent_binary()] + node.agent_args(), env=node.env(), stdout=subprocess.PIPE,
+    def first_line_with(self, args, env, needle):
+        proc = subprocess.Popen([agent_binary()] + args, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         try:
             for line in proc.stdout:
-                if "IOMMU is not enabled" in line:
-                    self.assertIn("PassthroughSupport: IOMMU is not enabled in the kernel", line)
-                    break
-            else:
-                self.fail("the agent never said the IOMMU is off")
+                if needle in line:
+                    return line
+            self.fail(f"the agent never said {needle!r}")
         finally:
             proc.kill()
             proc.wait()
             proc.stdout.close()
+
+    def test_the_gate_needs_an_iommu(self):
+        node = SimulatedNode(profile="l4", gates=GATES, drivers=[GPU], pci=False)
+        self.addCleanup(node.cleanup)
+        line = self.first_line_with(node.agent_args(), node.env(), "IOMMU is not enabled")
+        self.assertIn("PassthroughSupport: IOMMU is not enabled in the kernel", line)
+
+    def test_the_gate_needs_the_host_root_mounted(self):
+        # Upstream's start check, not reported as an IOMMU that is off.
+        node = SimulatedNode(profile="l4", gates=GATES, drivers=[GPU], pci=False)
+        self.addCleanup(node.cleanup)
+        missing = os.path.join(node.root, "no-host-root")
+        args = node.agent_args()
+        args[args.index("--host-root") + 1] = missing
+        line = self.first_line_with(args, node.env(), "host root")
+        self.assertIn(f'PassthroughSupport: host root is not mounted at "{missing}"', line)
+        self.assertNotIn("IOMMU", line)
 
 
 if __name__ == "__main__":
