@@ -126,6 +126,16 @@ class GpuLibrary {
   // one of kRecovery*; nullopt where NVML cannot say (older driver, field not supported).
   virtual Result<std::optional<unsigned>> recovery_action(const std::string& gpu_uuid) = 0;
 
+  // Ends this process's NVML session and starts a new one that attaches no GPU until a later call
+  // asks for one (NVML_INIT_FLAG_NO_ATTACH): NVML keeps /dev/nvidia<minor> open for every GPU it has
+  // attached, and the nvidia driver's unbind of a GPU waits for every open file of it. Called before
+  // a GPU is handed to vfio-pci; handles are looked up per call, so nothing else notices.
+  virtual Status release_gpus() = 0;
+
+  // Turns persistence mode on unless it is on already (upstream, when a GPU comes back from vfio-pci:
+  // nvidia-persistenced does not take hot-plugged GPUs, so the driver's legacy mode keeps it up).
+  virtual Status enable_persistence(const std::string& gpu_uuid) = 0;
+
   // "…/libnvidia-ml.so.1 (driver 570.148.08)" for logs.
   virtual std::string describe() const = 0;
 };

@@ -53,6 +53,30 @@ Result<nvmlDevice_t> NvmlGpuLibrary::handle(const std::string& uuid) const {
   return dev;
 }
 
+Status NvmlGpuLibrary::release_gpus() {
+  // NVML counts nvmlInit calls and detaches its GPUs only when the count reaches zero: end the
+  // session, then start one that attaches nothing. A call on another thread in that instant fails
+  // with NVML's "Uninitialized" (with PassthroughSupport no event watch runs: the gates exclude it).
+  s_.nvmlShutdown();
+  const nvmlReturn_t rc = s_.nvmlInitWithFlags(NVML_INIT_FLAG_NO_GPUS | NVML_INIT_FLAG_NO_ATTACH);
+  if (rc != NVML_SUCCESS) return error("nvmlInitWithFlags", rc, "NO_GPUS|NO_ATTACH");
+  return {};
+}
+
+Status NvmlGpuLibrary::enable_persistence(const std::string& uuid) {
+  if (!s_.nvmlDeviceGetPersistenceMode || !s_.nvmlDeviceSetPersistenceMode)
+    return make_error(ErrorCode::kFailedPrecondition, path_ + " has no nvmlDeviceSetPersistenceMode");
+  auto dev = handle(uuid);
+  if (!dev) return dev.error();
+  nvmlEnableState_t mode = NVML_FEATURE_DISABLED;
+  nvmlReturn_t rc = s_.nvmlDeviceGetPersistenceMode(*dev, &mode);
+  if (rc != NVML_SUCCESS) return error("nvmlDeviceGetPersistenceMode", rc, uuid);
+  if (mode == NVML_FEATURE_ENABLED) return {};
+  rc = s_.nvmlDeviceSetPersistenceMode(*dev, NVML_FEATURE_ENABLED);
+  if (rc != NVML_SUCCESS) return error("nvmlDeviceSetPersistenceMode", rc, uuid);
+  return {};
+}
+
 std::string NvmlGpuLibrary::describe() const {
   char version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
   s_.nvmlSystemGetDriverVersion(version, sizeof version);

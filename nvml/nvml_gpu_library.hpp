@@ -30,6 +30,8 @@ class NvmlGpuLibrary final : public GpuLibrary {
   Result<std::unique_ptr<EventWatch>> watch_events(const std::vector<std::string>& gpu_uuids,
                                                    uint64_t event_types) override;
   Result<std::optional<unsigned>> recovery_action(const std::string& gpu_uuid) override;
+  Status release_gpus() override;
+  Status enable_persistence(const std::string& gpu_uuid) override;
   std::string describe() const override;
 
   // "<call>(<subject>): <nvmlErrorString>" with the ErrorCode the seam header documents.

@@ -29,7 +29,7 @@ namespace nvdra::nvml {
   X(nvmlDeviceGetGpuFabricInfoV) X(nvmlEventSetCreate) X(nvmlDeviceGetSupportedEventTypes)                  \
   X(nvmlDeviceRegisterEvents) X(nvmlEventSetWait_v2) X(nvmlEventSetFree) X(nvmlDeviceGetVirtualizationMode)  \
   X(nvmlDeviceGetGpuInstances) X(nvmlGpuInstanceGetComputeInstances) X(nvmlDeviceGetModuleId)  \
-  X(nvmlDeviceGetFieldValues)
+  X(nvmlDeviceGetFieldValues) X(nvmlDeviceGetPersistenceMode) X(nvmlDeviceSetPersistenceMode)
 
 struct NvmlSymbols {
 #define NVDRA_NVML_DECLARE(name) decltype(&::name) name = nullptr;

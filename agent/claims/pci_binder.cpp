@@ -36,30 +36,28 @@ class SysfsPciBinder final : public PciBinder {
   Status probe(const std::string& address) override { return write(pci_ / "drivers_probe", address); }
 
   std::vector<GpuHolder> holders(unsigned minor) override {
-    const std::string node = "/dev/nvidia" + std::to_string(minor);
+    // This agent is not a holder to wait for (self_holds); the host's /proc names it by its pid in the
+    // host's pid namespace (<host>/proc/self), which differs from getpid() inside a container.
+    std::error_code sec;
+    const std::string host_self = fs::read_symlink(root_ / "proc/self", sec).string();
+    const std::string own = std::to_string(::getpid());
     std::vector<GpuHolder> out;
     std::error_code ec;
     for (const auto& proc : fs::directory_iterator(root_ / "proc", ec)) {
       const std::string pid = proc.path().filename();
       if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::error_code fec;
-      for (const auto& fd : fs::directory_iterator(proc.path() / "fd", fec)) {
-        std::error_code lec;
-        const std::string target = fs::read_symlink(fd.path(), lec).string();
-        // The link names the node in the process's mount namespace; a driver container's
-        // /driver-root/dev/nvidiaN holds the GPU just the same.
-        if (lec || target.size() < node.size() || target.compare(target.size() - node.size(), node.size(), node) != 0)
-          continue;
-        std::ifstream comm(proc.path() / "comm");
-        GpuHolder h;
-        std::from_chars(pid.data(), pid.data() + pid.size(), h.pid);
-        std::getline(comm, h.command);
-        out.push_back(std::move(h));
-        break;
-      }
+      if (pid == own || pid == host_self) continue;
+      if (!holds(proc.path() / "fd", minor)) continue;
+      std::ifstream comm(proc.path() / "comm");
+      GpuHolder h;
+      std::from_chars(pid.data(), pid.data() + pid.size(), h.pid);
+      std::getline(comm, h.command);
+      out.push_back(std::move(h));
     }
     return out;
   }
+
+  bool self_holds(unsigned minor) override { return holds("/proc/self/fd", minor); }
 
   std::string iommufd_cdev(const std::string& address) override {
     std::error_code ec;
@@ -69,6 +67,20 @@ class SysfsPciBinder final : public PciBinder {
   }
 
  private:
+  // Whether a process's fd directory has a link to /dev/nvidia<minor>. The link names the node in the
+  // process's mount namespace: a driver container's /driver-root/dev/nvidiaN holds the GPU just the same.
+  static bool holds(const fs::path& fds, unsigned minor) {
+    const std::string node = "/dev/nvidia" + std::to_string(minor);
+    std::error_code ec;
+    for (const auto& fd : fs::directory_iterator(fds, ec)) {
+      std::error_code lec;
+      const std::string target = fs::read_symlink(fd.path(), lec).string();
+      if (!lec && target.size() >= node.size() && target.compare(target.size() - node.size(), node.size(), node) == 0)
+        return true;
+    }
+    return false;
+  }
+
   // One write(2), as echo does: sysfs acts on each write. O_NONBLOCK: a write to a file nobody
   // acts on fails at once instead of hanging the worker.
   static Status write(const fs::path& file, const std::string& value) {

@@ -28,8 +28,11 @@ class PciBinder {
   virtual Status set_override(const std::string& address, const std::string& driver) = 0;
   // drivers_probe: the kernel binds the override, else the default driver.
   virtual Status probe(const std::string& address) = 0;
-  // The processes holding /dev/nvidia<minor>, by pid.
+  // The processes holding /dev/nvidia<minor>, by pid; never this agent itself (self_holds says that).
   virtual std::vector<GpuHolder> holders(unsigned minor) = 0;
+  // Whether this process has /dev/nvidia<minor> open (its NVML session attaches every GPU it asks
+  // about): the nvidia driver's unbind waits for every open file of the GPU, its own included.
+  virtual bool self_holds(unsigned minor) = 0;
   // The iommufd character device of a function bound to vfio-pci ("vfio3"), "" when none.
   virtual std::string iommufd_cdev(const std::string& address) = 0;
 };

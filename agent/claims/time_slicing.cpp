@@ -72,4 +72,10 @@ Status NvidiaSmi::set_compute_mode(std::vector<std::string> gpu_uuids, const std
   return {};
 }
 
+Status NvidiaSmi::set_persistence_mode(const std::string& pci_address, bool enabled) const {
+  auto smi = locate();
+  if (!smi) return smi.error();
+  return run(*smi, {"-i", pci_address, "-pm", enabled ? "1" : "0"});
+}
+
 }  // namespace nvdra::claims

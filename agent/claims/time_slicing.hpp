@@ -29,6 +29,10 @@ class NvidiaSmi {
   // `-i <UUID> -c <mode>` for each UUID: EXCLUSIVE_PROCESS before an MPS daemon, DEFAULT after.
   Status set_compute_mode(std::vector<std::string> gpu_uuids, const std::string& mode) const;
 
+  // `-i <PCI address> -pm 0|1`: with nvidia-persistenced running, nvidia-smi asks it to let go of the
+  // GPU (NVML's own call would only clear the driver's legacy flag), as upstream's VFIO prepare does.
+  Status set_persistence_mode(const std::string& pci_address, bool enabled) const;
+
  private:
   Status run(const std::string& smi, std::vector<std::string> args) const;
   std::vector<std::string> env() const;

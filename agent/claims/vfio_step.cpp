@@ -5,6 +5,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
 #include "agent/base/crash_point.hpp"
@@ -13,6 +14,7 @@
 #include "agent/claims/prepared_claim.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "nvml/pci_gpus.hpp"
+#include "nvml/upstream_names.hpp"
 
 namespace nvdra::claims {
 namespace {
@@ -114,6 +116,33 @@ boost::asio::awaitable<Status> VfioStep::wait_until_free(const InventoryDevice& 
   }
 }
 
+boost::asio::awaitable<Status> VfioStep::disable_persistence(const InventoryDevice& d) {
+  if (!options_.disable_persistence || options_.persistenced_socket.empty()) co_return Status{};
+  co_return co_await pool_.run([&]() -> Status {
+    std::error_code ec;
+    if (!std::filesystem::exists(options_.persistenced_socket, ec)) return {};  // not running: nothing to do
+    if (auto st = options_.disable_persistence(d.pci_bus_id); !st)
+      return make_error(st.error().code, "error disabling persistence mode for GPU " + d.pci_bus_id + " (" + d.name +
+                                             "): " + st.error().message);
+    return {};
+  });
+}
+
+boost::asio::awaitable<Status> VfioStep::release_own_hold(const InventoryDevice& d) {
+  if (!d.has_minor) co_return Status{};
+  const unsigned minor = d.minor;
+  co_return co_await pool_.run([&]() -> Status {
+    if (options_.release_gpus)
+      if (auto st = options_.release_gpus(); !st) return st;
+    if (!binder_.self_holds(minor)) return {};
+    // The nvidia driver's unbind would wait for this very process: fail the claim instead of hanging.
+    return make_error(ErrorCode::kInternal, "GPU " + d.pci_bus_id + " (" + d.name + ", /dev/nvidia" +
+                                                std::to_string(minor) +
+                                                ") is still open in this agent after its NVML session let go of "
+                                                "the GPUs; not unbinding it (the kernel would wait for the agent)");
+  });
+}
+
 boost::asio::awaitable<Status> VfioStep::rebind(const std::string& address, const std::string& from,
                                                 const std::string& to, const std::string& what) {
   if (!from.empty()) {
@@ -137,7 +166,9 @@ boost::asio::awaitable<Result<std::string>> VfioStep::hand_over(const InventoryD
                                                                ") is bound to driver " + *driver +
                                                                ", expected nvidia or vfio-pci");
     if (!driver->empty()) {
+      if (auto st = co_await disable_persistence(d); !st) co_return st.error();
       if (auto st = co_await wait_until_free(d, busy_until); !st) co_return st.error();
+      if (auto st = co_await release_own_hold(d); !st) co_return st.error();
       if (auto st = co_await pool_.run([&] { return binder_.unbind(d.pci_bus_id, *driver); }); !st)
         co_return st.error();
       if (auto st = co_await wait_for_driver(d.pci_bus_id, "", "GPU"); !st) co_return st.error();
@@ -199,6 +230,15 @@ boost::asio::awaitable<Status> VfioStep::give_back(const InventoryDevice& d) {
     auto model = co_await pool_.run([&] { return options_.rediscover(d.pci_bus_id); });
     if (!model) co_return model.error();
     if (*model) {
+      if (options_.enable_persistence) {
+        const auto& gpus = (*model)->gpus;
+        auto g = std::find_if(gpus.begin(), gpus.end(),
+                              [&](const auto& x) { return nvml::normalize_bus_id(x.pci.bus_id) == d.pci_bus_id; });
+        if (g != gpus.end())
+          if (auto st = co_await pool_.run([&] { return options_.enable_persistence(g->uuid); }); !st)
+            co_return make_error(st.error().code, "error enabling persistence mode for GPU " + d.pci_bus_id + " (" +
+                                                      d.name + "): " + st.error().message);
+      }
       if (options_.on_gpu_back) options_.on_gpu_back(**model);
       co_return Status{};
     }

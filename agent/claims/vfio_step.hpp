@@ -45,6 +45,15 @@ struct VfioStepOptions {
   // On the worker pool: the node rediscovered through NVML when it sees the GPU at `address`
   // (sysfs form), nullopt while it does not.
   std::function<Result<std::optional<nvml::DeviceModel>>(const std::string& address)> rediscover;
+  // On the worker pool, before a GPU leaves nvidia: this agent's NVML session lets go of every GPU
+  // (GpuLibrary::release_gpus), so that the agent holds no /dev/nvidia<minor> the unbind would wait for.
+  std::function<Status()> release_gpus;
+  // Persistence mode, as upstream: before a GPU leaves nvidia, when nvidia-persistenced runs (its
+  // socket exists) it is asked to let go of the GPU (nvidia-smi -pm 0; it holds every GPU open);
+  // when the GPU is back on nvidia and NVML sees it, persistence is turned on through NVML.
+  std::string persistenced_socket;
+  std::function<Status(const std::string& address)> disable_persistence;
+  std::function<Status(const std::string& gpu_uuid)> enable_persistence;
   // On the caller's thread: NVML sees the GPU again; `model` is the rediscovered node.
   std::function<void(const nvml::DeviceModel& model)> on_gpu_back;
   // DeviceMetadata (KEP-5304): where the claims' metadata files go (<plugins dir>/gpu.nvidia.com/
@@ -101,6 +110,8 @@ class VfioStep {
   boost::asio::awaitable<Status> wait_for_driver(const std::string& address, const std::string& driver,
                                                  const std::string& what);
   boost::asio::awaitable<Status> wait_until_free(const InventoryDevice& device, Deadline deadline);
+  boost::asio::awaitable<Status> release_own_hold(const InventoryDevice& device);
+  boost::asio::awaitable<Status> disable_persistence(const InventoryDevice& device);
 
   runtime::WorkerPool& pool_;
   PciBinder& binder_;

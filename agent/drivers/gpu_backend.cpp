@@ -15,6 +15,7 @@
 #include "agent/claims/helper_program_mps.hpp"
 #include "agent/claims/mps_manager.hpp"
 #include "agent/claims/pci_binder.hpp"
+#include "agent/claims/time_slicing.hpp"
 #include "agent/claims/vfio_step.hpp"
 #include "agent/config/options.hpp"
 #include "agent/drivers/api_claim_source.hpp"
@@ -197,6 +198,14 @@ void GpuBackend::wire_passthrough(Parts& p, claims::GpuClaimHandlerOptions& ho, 
     if (parts_ && resources_changed_) resources_changed_(current_resources());
   };
   if (!ho.vfio.nvidia_enabled) return;
+  ho.vfio.release_gpus = [lib = p.gpus->library.get()] { return lib->release_gpus(); };
+  ho.vfio.persistenced_socket = (fs::path(o.container_driver_root) / "run/nvidia-persistenced/socket").string();
+  ho.vfio.disable_persistence = [smi = claims::NvidiaSmi(o.nvidia_driver_root)](const std::string& address) {
+    return smi.set_persistence_mode(address, false);
+  };
+  ho.vfio.enable_persistence = [lib = p.gpus->library.get()](const std::string& uuid) {
+    return lib->enable_persistence(uuid);
+  };
   // NVML is asked again after a GPU went back to nvidia: its full GPU is published once NVML has it.
   ho.vfio.rediscover = [lib = p.gpus->library.get(), sysfs = (fs::path(o.host_root) / "sys").string()](
                            const std::string& address) -> Result<std::optional<nvml::DeviceModel>> {

@@ -49,6 +49,11 @@ class FakePciBinder final : public PciBinder {
     ++holder_reads;
     return busy[minor];
   }
+  std::set<unsigned> self_held;  // minors this process itself has open (its NVML session)
+  bool self_holds(unsigned minor) override {
+    std::lock_guard lock(mu);
+    return self_held.count(minor) > 0;
+  }
   std::string iommufd_cdev(const std::string& a) override {
     std::lock_guard lock(mu);
     ++cdev_reads;

@@ -3,6 +3,9 @@
 // twin rules.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/json/serialize.hpp>
 
@@ -108,6 +111,84 @@ TEST_F(VfioStepTest, TheBusyWaitEndsAtTheClaimsDeadlineNotOnePerGpu) {
   EXPECT_EQ(kernel.holder_reads, 1);
   EXPECT_NE(r.error().message.find("pid 4242 (cuda-app) at the end of the claim's 3600s wait"), std::string::npos)
       << r.error().message;
+}
+
+TEST_F(VfioStepTest, TheAgentsOwnNvmlSessionLetsGoOfTheGpuBeforeTheUnbind) {
+  kernel.self_held = {3};
+  options.release_gpus = [&] {
+    std::lock_guard lock(kernel.mu);
+    kernel.log.push_back("release");
+    kernel.self_held.clear();
+    return Status{};
+  };
+  auto s = step();
+  ASSERT_TRUE(run_awaitable(io, s.hand_over(device)));
+  ASSERT_GE(kernel.log.size(), 2u);
+  EXPECT_EQ(kernel.log[0], "release");
+  EXPECT_EQ(kernel.log[1], "unbind 0000:18:00.0 nvidia");
+}
+
+TEST_F(VfioStepTest, AGpuTheAgentStillHoldsIsNotUnbound) {
+  // The unbind would wait in the kernel for this very process: the claim fails instead.
+  kernel.self_held = {3};
+  options.release_gpus = [] { return Status{}; };
+  auto s = step();
+  auto r = run_awaitable(io, s.hand_over(device));
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("GPU 0000:18:00.0 (gpu-vfio-0, /dev/nvidia3) is still open in this agent"),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_TRUE(kernel.log.empty());
+  EXPECT_EQ(kernel.drivers[kGpu], "nvidia");
+}
+
+TEST_F(VfioStepTest, PersistenceIsTurnedOffWhilePersistencedRunsAndOnWhenTheGpuIsBack) {
+  const std::string socket = ::testing::TempDir() + "/vfio-step-persistenced.socket";
+  std::remove(socket.c_str());
+  options.persistenced_socket = socket;
+  options.disable_persistence = [&](const std::string& address) {
+    std::lock_guard lock(kernel.mu);
+    kernel.log.push_back("pm 0 " + address);
+    return Status{};
+  };
+  {  // nvidia-persistenced is not running (no socket): nothing to ask, as upstream
+    auto s = step();
+    ASSERT_TRUE(run_awaitable(io, s.hand_over(device)));
+    EXPECT_EQ(kernel.log.at(0), "unbind 0000:18:00.0 nvidia");
+  }
+  kernel.drivers = {{kGpu, "nvidia"}, {kAudio, "snd_hda_intel"}};
+  kernel.overrides.clear();
+  kernel.log.clear();
+  std::ofstream(socket) << "";
+  {
+    auto s = step();
+    ASSERT_TRUE(run_awaitable(io, s.hand_over(device)));
+    EXPECT_EQ(kernel.log.at(0), "pm 0 0000:18:00.0");
+    EXPECT_EQ(kernel.log.at(1), "unbind 0000:18:00.0 nvidia");
+  }
+  std::remove(socket.c_str());
+  // Back on nvidia: persistence on through NVML, for the GPU NVML now sees at that address.
+  std::vector<std::string> enabled;
+  options.rediscover = [&](const std::string&) -> Result<std::optional<nvml::DeviceModel>> {
+    nvml::DeviceModel m;
+    nvml::GpuInfo g;
+    g.uuid = "GPU-back";
+    g.pci.bus_id = "00000000:18:00.0";
+    m.gpus.push_back(g);
+    return std::optional(m);
+  };
+  options.enable_persistence = [&](const std::string& uuid) {
+    enabled.push_back(uuid);
+    return Status{};
+  };
+  auto s = step();
+  ASSERT_TRUE(run_awaitable(io, s.give_back(device)));
+  EXPECT_EQ(enabled, (std::vector<std::string>{"GPU-back"}));
+  options.enable_persistence = [](const std::string&) { return make_error(ErrorCode::kInternal, "no"); };
+  auto failing = step();
+  auto r = run_awaitable(io, failing.give_back(device));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "error enabling persistence mode for GPU 0000:18:00.0 (gpu-vfio-0): no");
 }
 
 TEST_F(VfioStepTest, ARefusedUnbindIsAnErrorNamingTheDriverItKept) {

@@ -10,7 +10,7 @@ Writes that arrive together are applied in the kernel's causal order (unbind, ov
     pci = FakePciHost(host_root, "passthrough")
     pci.start()
     pci.slow("0000:18:00.0", 0.5)          # binds of that device take half a second
-    pci.refuse("0000:18:00.0")             # binds and unbinds of it are ignored
+    pci.refuse("0000:18:00.0")             # the kernel answers writes to its driver_override with ENXIO
     pci.hold(minor=3, pid=4242, comm="cuda-app")   # a process with /dev/nvidia3 open
 """
 import os
@@ -96,6 +96,7 @@ class FakePciHost:
         self.writes = []  # (file, text) as the kernel saw them, for tests
         self.thread = None
         self._stop_r, self._stop_w = os.pipe()
+        self._wake_r, self._wake_w = os.pipe()
         self._build()
 
     # --- the tree ----------------------------------------------------------------------------
@@ -179,8 +180,18 @@ class FakePciHost:
 
     # --- test knobs --------------------------------------------------------------------------
     def refuse(self, bdf, on=True):
+        """A device the kernel will not rebind: a write to its driver_override fails (a real kernel
+        fails the write(2) of a bind it refuses; here the open(2) of the FIFO, with ENXIO: nobody reads
+        the fresh FIFO put in its place). Unbinds through the shared drivers/<d>/unbind still work."""
+        path = os.path.join(self._dev_dir(bdf), "driver_override")
         with self.lock:
+            if on == (bdf in self.refused):
+                return
             (self.refused.add if on else self.refused.discard)(bdf)
+            _mkfifo(path)  # the kernel thread's reader stays on the old, unlinked FIFO
+            if not on and self.thread:
+                self.fds[os.open(path, os.O_RDWR | os.O_NONBLOCK)] = ("override", bdf)
+                os.write(self._wake_w, b"x")  # select() again, with the new reader
 
     def slow(self, bdf, seconds):
         with self.lock:
@@ -192,6 +203,25 @@ class FakePciHost:
         os.makedirs(os.path.join(proc, "fd"), exist_ok=True)
         _write(os.path.join(proc, "comm"), comm + "\n")
         _symlink(f"/dev/nvidia{minor}", os.path.join(proc, "fd", "3"))
+
+    def persistenced(self, driver_root, pid=777):
+        """nvidia-persistenced running on the host: its socket under the driver root, and every GPU's
+        /dev/nvidia<minor> open in it. `nvidia-smi -i <address> -pm 0` asks it to let go of that GPU: the
+        driver root's nvidia-smi (a recording stand-in) is wrapped to close that fd, as the daemon would."""
+        _write(os.path.join(driver_root, "run", "nvidia-persistenced", "socket"), "")
+        proc = os.path.join(self.root, "proc", str(pid))
+        os.makedirs(os.path.join(proc, "fd"), exist_ok=True)
+        _write(os.path.join(proc, "comm"), "nvidia-persistenced\n")
+        cases = []
+        for bdf, d in self.devices.items():
+            if "minor" in d:
+                fd = os.path.join(proc, "fd", str(100 + d["minor"]))
+                _symlink(f"/dev/nvidia{d['minor']}", fd)
+                cases.append(f"  *' -i {bdf} -pm 0'*) rm -f '{fd}' ;;")
+        smi = os.path.join(driver_root, "usr", "bin", "nvidia-smi")
+        os.replace(smi, smi + ".recording")
+        _write(smi, "#!/bin/sh\ncase \" $*\" in\n" + "\n".join(cases) + "\nesac\nexec '" + smi + ".recording' \"$@\"\n")
+        os.chmod(smi, 0o755)
 
     def release(self, pid):
         proc = os.path.join(self.root, "proc", str(pid))
@@ -227,6 +257,8 @@ class FakePciHost:
                 self.fds[os.open(os.path.join(pci, "drivers", d, op), os.O_RDWR | os.O_NONBLOCK)] = (op, d)
         self.fds[os.open(os.path.join(pci, "drivers_probe"), os.O_RDWR | os.O_NONBLOCK)] = ("probe", None)
         for bdf in self.devices:
+            if bdf in self.refused:
+                continue
             path = os.path.join(self._dev_dir(bdf), "driver_override")
             self.fds[os.open(path, os.O_RDWR | os.O_NONBLOCK)] = ("override", bdf)
         self.thread = threading.Thread(target=self._run, name="fake-kernel", daemon=True)
@@ -244,11 +276,16 @@ class FakePciHost:
     def _run(self):
         order = {"unbind": 0, "override": 1, "bind": 2, "probe": 2}
         while True:
-            ready, _, _ = select.select(list(self.fds) + [self._stop_r], [], [])
+            with self.lock:
+                fds = list(self.fds)
+            ready, _, _ = select.select(fds + [self._stop_r, self._wake_r], [], [])
             if self._stop_r in ready:
                 return
             work = []
             for fd in ready:
+                if fd == self._wake_r:
+                    os.read(fd, 64)
+                    continue
                 op, arg = self.fds[fd]
                 data = os.read(fd, 4096).decode()
                 for line in data.splitlines() or [""]:
@@ -261,7 +298,6 @@ class FakePciHost:
         with self.lock:
             self.writes.append((op, arg, value))
             delay = self.delays.get(bdf, 0)
-            refused = bdf in self.refused
         if delay and op in ("bind", "probe"):
             time.sleep(delay)  # a slow driver probe, on the kernel's side
         with self.changed:
@@ -269,8 +305,6 @@ class FakePciHost:
                 return
             if op == "override":
                 self.override[bdf] = value
-            elif refused:
-                pass  # the kernel answered the write with an error; nothing changes
             elif op == "unbind":
                 if self.driver(bdf) == arg:
                     self._unbind(bdf)

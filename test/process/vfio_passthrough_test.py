@@ -8,6 +8,7 @@ import threading
 import unittest
 
 import grpc
+import yaml
 
 from gpu_node import GPU, SimulatedNode
 from nvdra_testlib import agent_binary
@@ -196,6 +197,38 @@ class Passthrough(unittest.TestCase):
         self.prepare_ok(busy)
         self.assertEqual(self.pci.driver(self.bdf[1]), "vfio-pci")
 
+    def test_the_agent_is_never_a_holder_it_waits_for(self):
+        # The host's /proc lists the agent too (its NVML session); it lets go of the GPU itself.
+        self.start()
+        self.pci.hold(minor=0, pid=self.node.proc.pid, comm="nvdra")
+        claim = self.node.allocate("vm-a", [("vm", "gpu-vfio-0")])
+        answer = self.node.gpu().prepare([claim], timeout=45)[claim.uid]
+        self.assertEqual(answer["error"], "")
+        self.assertEqual(self.pci.driver(self.bdf[0]), "vfio-pci")
+
+    def mock_persistence(self, minor):
+        # The mock NVML's state file (written at its first change): one entry per GPU of the profile, in
+        # order (minor = index here); the profile's GPUs start with persistence mode off.
+        path = os.path.join(self.node.mock_state, "passthrough.state")
+        if not os.path.exists(path):
+            return False
+        with open(path) as f:
+            return yaml.safe_load(f)["gpus"][minor]["persistence"]
+
+    def test_persistence_mode_is_off_while_handed_over_and_on_when_back_as_upstream(self):
+        self.start()
+        self.pci.persistenced(self.node.driver_root)  # holds every GPU until nvidia-smi -pm 0 asks it to stop
+        claim = self.node.allocate("vm-a", [("vm", "gpu-vfio-0")])
+        answer = self.node.gpu().prepare([claim], timeout=45)[claim.uid]
+        self.assertEqual(answer["error"], "")
+        self.assertEqual(self.pci.driver(self.bdf[0]), "vfio-pci")
+        self.assertIn(f"-i {self.bdf[0]} -pm 0", self.node.helper_log("nvidia-smi").splitlines())
+        self.assertFalse(self.mock_persistence(0))
+        self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
+        # Back on nvidia: persistence mode on through NVML (nvidia-persistenced does not take it back).
+        self.assertTrue(self.mock_persistence(0))
+        self.assertFalse(self.mock_persistence(1))
+
     def test_a_claims_gpus_share_one_wait_inside_kubelets_deadline(self):
         # Three GPUs, two held by host processes that let go after 15 s and 30 s: one wait per GPU would
         # take 15 + 20 s and more (kubelet gives up at 45 s); one 20 s wait for the claim fails it in
@@ -217,15 +250,22 @@ class Passthrough(unittest.TestCase):
         self.assertIn(("unbind", "vfio-pci", self.bdf[1]), self.pci.writes)
         self.assertNotIn(claim.uid, self.node.checkpoint())
 
-    def test_a_refused_bind_rolls_the_claim_back(self):
+    def test_a_refused_bind_fails_the_claim_naming_the_write_the_kernel_refused(self):
         self.start()
         self.pci.refuse(self.bdf[3])
         claim = self.node.allocate("vm-a", [("vm", "gpu-vfio-3")])
         error = self.node.gpu().prepare([claim], timeout=45)[claim.uid]["error"]
-        self.assertIn("GPU 0000:5d:00.0 is bound to nvidia, not none, 10s after the write", error)
-        self.assertEqual(self.node.checkpoint(), {})
+        self.assertIn(f"open {self.node.host_root}/sys/bus/pci/devices/{self.bdf[3]}/driver_override: "
+                      f"No such device or address", error)
+        # Its rollback is refused as well: the GPU stays without a driver and the claim's PrepareStarted
+        # entry keeps it findable; kubelet's next call, once the kernel takes writes again, converges.
+        self.assertEqual(self.pci.driver(self.bdf[3]), "")
+        self.assertEqual(self.node.checkpoint()[claim.uid]["checkpointState"], "PrepareStarted")
         self.pci.refuse(self.bdf[3], on=False)
         self.prepare_ok(claim)
+        self.assertEqual(self.pci.driver(self.bdf[3]), "vfio-pci")
+        self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
+        self.assertEqual(self.pci.driver(self.bdf[3]), "nvidia")
 
     def test_a_slow_kernel_is_waited_for(self):
         self.start()
