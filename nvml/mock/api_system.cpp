@@ -58,6 +58,7 @@ nvmlReturn_t handle_by_uuid(const std::string& uuid, nvmlDevice_t* device) {
     if (s->profile.gpus[i].uuid == uuid) {
       if (hidden_from_nvml(*s, s->profile.gpus[i])) return NVML_ERROR_NOT_FOUND;
       *device = make_handle<nvmlDevice_t>(Ref{Kind::kGpu, i});
+      attach_gpu(*s, i);
       return NVML_SUCCESS;
     }
   }
@@ -151,6 +152,7 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* dev
   const nvmlDevice_t h = make_handle<nvmlDevice_t>(Ref{Kind::kGpu, visible[index]});
   return with_gpu(h, Access::kRead, [&](DeviceView&) {
     *device = h;
+    attach_gpu(*s, visible[index]);
     return NVML_SUCCESS;
   });
 }
@@ -189,6 +191,7 @@ nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, nvmlDevice_t* 
     if (g.domain == domain && g.bus == bus && g.device == dev) {
       if (hidden_from_nvml(*s, g)) return NVML_ERROR_NOT_FOUND;
       *device = make_handle<nvmlDevice_t>(Ref{Kind::kGpu, i});
+      attach_gpu(*s, i);
       return NVML_SUCCESS;
     }
   }

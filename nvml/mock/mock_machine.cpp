@@ -1,5 +1,8 @@
 #include "nvml/mock/mock_machine.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -108,6 +111,19 @@ nvmlReturn_t session_init() {
   g.last_error.clear();
   g.refcount = 1;
   return NVML_SUCCESS;
+}
+
+Session::~Session() {
+  for (const auto& [gpu, fd] : attached) ::close(fd);
+}
+
+void attach_gpu(Session& s, unsigned gpu) {
+  if (s.caps_root.empty() || gpu >= s.profile.gpus.size()) return;
+  std::lock_guard lock(s.attach_mu);
+  if (s.attached.count(gpu)) return;
+  const std::string node = s.caps_root + "/dev/nvidia" + std::to_string(s.profile.gpus[gpu].minor);
+  const int fd = ::open(node.c_str(), O_PATH | O_CLOEXEC);
+  if (fd >= 0) s.attached.emplace(gpu, fd);
 }
 
 nvmlReturn_t session_shutdown() {

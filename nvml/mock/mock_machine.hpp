@@ -12,7 +12,9 @@
 //   NVDRA_MOCK_HOST_ROOT   optional: keep the MIG caps files under <root>/proc/driver/nvidia (mig_caps.hpp)
 //   NVDRA_MOCK_STATE_DIR   directory of the state file "<profile base name>.state"; default: beside
 //                          a profile given by path, the build tree's nvml-mock-state/ for a name
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -28,7 +30,20 @@ struct Session {
   // NVDRA_MOCK_HOST_ROOT: where the mock keeps <root>/proc/driver/nvidia/capabilities/gpu<minor>/mig/
   // in step with its GPU/compute instances, as the kernel driver does; "" = not kept.
   std::string caps_root;
+  // GPUs this session has attached, as NVML does when a handle to one is asked for: the real library
+  // keeps /dev/nvidia<minor> open until nvmlShutdown ends the session (and the nvidia driver's unbind
+  // waits for it). With NVDRA_MOCK_HOST_ROOT the mock opens <root>/dev/nvidia<minor> (O_PATH), so the
+  // process's /proc/self/fd shows the hold as a real one does; profile index -> fd.
+  std::mutex attach_mu;
+  std::map<unsigned, int> attached;
+  Session() = default;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session();
 };
+
+// Attaches the profile's GPU `gpu` to `session` (see Session::attached); idempotent.
+void attach_gpu(Session& session, unsigned gpu);
 
 enum class Kind : unsigned { kGpu = 1, kMig = 2, kGi = 3, kCi = 4 };
 struct Ref {

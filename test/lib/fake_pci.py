@@ -12,6 +12,11 @@ Writes that arrive together are applied in the kernel's causal order (unbind, ov
     pci.slow("0000:18:00.0", 0.5)          # binds of that device take half a second
     pci.refuse("0000:18:00.0")             # the kernel answers writes to its driver_override with ENXIO
     pci.hold(minor=3, pid=4242, comm="cuda-app")   # a process with /dev/nvidia3 open
+    pci.persistenced(driver_root)          # nvidia-persistenced: every GPU open until nvidia-smi -pm 0
+
+An unbind from nvidia while a process of this machine has the host's /dev/nvidia<minor> open (the
+mock NVML opens it for the GPUs its session attached) is not done and is listed in `pci.blocked`:
+a real kernel's write would hang there.
 """
 import os
 import select
@@ -94,6 +99,8 @@ class FakePciHost:
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
         self.writes = []  # (file, text) as the kernel saw them, for tests
+        # Unbinds from nvidia that a real kernel would have left hanging: (bdf, pids with the node open).
+        self.blocked = []
         self.thread = None
         self._stop_r, self._stop_w = os.pipe()
         self._wake_r, self._wake_w = os.pipe()
@@ -170,6 +177,21 @@ class FakePciHost:
         if driver == "vfio-pci" and not any(self.driver(b) == "vfio-pci" for b, d in self.devices.items()
                                             if d["group"] == group):
             os.unlink(os.path.join(self.root, "dev", "vfio", str(group)))
+
+    def _real_holders(self, device):
+        """Processes of this machine with the simulated host's /dev/nvidia<minor> open (the mock NVML opens
+        it, O_PATH, for each GPU its session has attached, as the real library keeps the device open)."""
+        if "minor" not in device:
+            return []
+        node = os.path.join(self.root, "dev", f"nvidia{device['minor']}")
+        out = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if any(os.readlink(f"/proc/{pid}/fd/{fd}") == node for fd in os.listdir(f"/proc/{pid}/fd")):
+                    out.append(int(pid))
+            except OSError:
+                continue  # gone, or not ours to read
+        return out
 
     def driver(self, bdf):
         link = os.path.join(self._dev_dir(bdf), "driver")
@@ -306,7 +328,12 @@ class FakePciHost:
             if op == "override":
                 self.override[bdf] = value
             elif op == "unbind":
-                if self.driver(bdf) == arg:
+                holders = self._real_holders(self.devices[bdf]) if arg == "nvidia" else []
+                if holders:
+                    # nvidia's remove waits for every open file of the GPU: the write would never
+                    # return. Recorded (and the unbind not done) instead of hanging the writer.
+                    self.blocked.append((bdf, holders))
+                elif self.driver(bdf) == arg:
                     self._unbind(bdf)
             elif not self.driver(bdf):
                 wanted = self.override.get(bdf) or DEFAULT_DRIVER[self.devices[bdf]["class"] >> 8]

@@ -75,6 +75,9 @@ class Passthrough(unittest.TestCase):
         self.assertEqual(spec["containerEdits"], {"env": ["NVIDIA_VISIBLE_DEVICES=void"]})
         self.assertEqual(spec["devices"], [{"name": f"{claim.uid}-gpu-vfio-0",
                                             "containerEdits": {"deviceNodes": [{"path": "/dev/vfio/10"}]}}])
+        # The agent's NVML session had the GPU attached (the mock keeps /dev/nvidia0 open): it let go of it
+        # before the unbind, which a real kernel would otherwise leave hanging.
+        self.assertEqual(self.pci.blocked, [])
         entry = self.node.checkpoint()[claim.uid]
         self.assertEqual(entry["checkpointState"], "PrepareCompleted")
         self.assertEqual(entry["preparedDevices"][0]["devices"][0]["vfio"]["info"],
