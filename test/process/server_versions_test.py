@@ -65,7 +65,7 @@ class ServerVersions(unittest.TestCase):
                     gpus = [d for d in devices.values() if d["attributes"]["type"]["string"] in ("gpu", "mig")]
                     self.assertTrue(gpus, profile)
                     if profile == "hgx-h100-nvswitch":
-                        self.assertEqual(devices["gpu-0"]["attributes"]["partition8"], {"int": 1})
+                        self.assertEqual(devices["gpu-0"]["attributes"]["partition8"], {"int": 0})  # FM's 8-GPU partition is id 0 on HGX
                     # VFIO twins: never shared; numaNode a list where lists are taken, as upstream's
                     # addNumaNodeAttribute does for every kind of device.
                     vfio = [d for d in devices.values() if d["attributes"]["type"]["string"] == "vfio"]
