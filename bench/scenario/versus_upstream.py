@@ -16,7 +16,6 @@ gpu_claims.py. Every figure is printed for each side with the ratio upstream / n
     sudo bench/scenario/versus_upstream.py [--build-dir build] [--upstream-dir DIR] [--idle-seconds 60] [--json F]
 """
 import argparse
-import concurrent.futures
 import json
 import os
 import shutil
@@ -25,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))

@@ -20,7 +20,6 @@ a real kernel's write would hang there.
 """
 import os
 import select
-import stat
 import threading
 import time
 

@@ -1,6 +1,5 @@
 """nvdra-agent's command line from outside: every bad input is status 2 and one precise line."""
 import os
-import tempfile
 import unittest
 
 from nvdra_testlib import AgentDirs, clean_env, run_agent

@@ -1,7 +1,6 @@
 """DynamicMIG end to end: the agent publishes every MIG device a GPU could hold with shared counters,
 and prepare creates exactly what a scheduler allocated from them — driven from outside over the
 real sockets, with the API-server double (1.34 and 1.35 layouts) and the mock NVML's placement rules."""
-import os
 import re
 import signal
 import subprocess

@@ -7,7 +7,7 @@ import stat
 import time
 import unittest
 
-from gpu_node import GPU, SimulatedNode, gpu_config
+from gpu_node import SimulatedNode, gpu_config
 from kubelet_double import Claim
 
 GATES = "TimeSlicingSettings=true,MPSSupport=true"

@@ -8,7 +8,7 @@ import uuid
 
 import grpc
 
-from gpu_node import GPU, SimulatedNode
+from gpu_node import SimulatedNode
 from kubelet_double import Claim
 from nvdra_testlib import SANITIZED
 
@@ -52,7 +52,7 @@ class KubeletBadInput(unittest.TestCase):
         result = self.node.gpu().prepare(missing + [good], timeout=120)
         self.assertEqual(set(result), {c.uid for c in missing} | {good.uid})
         for c in missing:
-            self.assertIn(f"default/missing-", result[c.uid]["error"])
+            self.assertIn("default/missing-", result[c.uid]["error"])
             self.assertIn(c.uid, result[c.uid]["error"])
         self.addCleanup(self.node.gpu().unprepare, [good])
         self.assertEqual(result[good.uid]["error"], "", "the good claim in the same call was lost")

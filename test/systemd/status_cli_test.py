@@ -1,7 +1,6 @@
 """nvdractl and busctl against the status service on a private dbus-daemon that uses the D-Bus
 policy shipped in packaging/debian: introspection, property reads, tables and JSON, updates,
 a read-only interface, and the refusals (not running, no bus, a user outside the group)."""
-import grp
 import json
 import os
 import pwd
