@@ -65,7 +65,7 @@ class FabricManagerParity(unittest.TestCase):
                                                 "partition8": {"int": 0}})
         claim = node.allocate("pod-a", BOARD_5678)
         self.assertEqual(up.gpu().prepare([claim])[claim.uid]["error"], "", up.log_text()[-2000:])
-        self.assertEqual(fm_state(node)["active"], [3])
+        self.assertEqual(fm_state(node)["active"], [2])  # modules 5-8: partition 2 of the HGX table
         self.assertEqual(up.gpu().unprepare([claim])[claim.uid], "")
         self.assertEqual(fm_state(node)["active"], [])
         odd = node.allocate("pod-b", [("gpu", "gpu-4"), ("gpu", "gpu-1")])
