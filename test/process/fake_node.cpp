@@ -20,6 +20,7 @@
 
 #include "nvml/discovery.hpp"
 #include "nvml/gpu_library.hpp"
+#include "nvml/mock/machine_profile.hpp"
 #include "test/cdi/fake_driver_root.hpp"
 
 namespace {
@@ -33,14 +34,13 @@ void recording_program(const std::string& path, const std::string& log) {
   ::chmod(path.c_str(), 0755);
 }
 
-// The profile file the mock NVML reads (NVDRA_MOCK_PROFILE: a name under the profiles directory, or a path).
+// The profile file the mock NVML reads (NVDRA_MOCK_PROFILE: a name under the profiles directory, or a
+// path), resolved as the mock does.
 std::string profile_path() {
   const char* name = std::getenv("NVDRA_MOCK_PROFILE");
   if (name == nullptr || *name == '\0') return "";
-  const std::string v(name);
-  if (v.find('/') != std::string::npos || (v.size() > 5 && v.compare(v.size() - 5, 5, ".yaml") == 0)) return v;
   const char* dir = std::getenv("NVDRA_MOCK_PROFILES_DIR");
-  return std::string(dir != nullptr && *dir != '\0' ? dir : NVDRA_MOCK_PROFILES_DIR) + "/" + v + ".yaml";
+  return nvdra::nvml::mock::resolve_profile_path(name, dir != nullptr && *dir != '\0' ? dir : NVDRA_MOCK_PROFILES_DIR);
 }
 
 // The profile's NVSwitch count as the driver shows it: one entry per switch (fake PCI addresses).
