@@ -4,9 +4,7 @@
 
 #include <boost/asio/post.hpp>
 
-#include <exception>
-#include <optional>
-
+#include "agent/drivers/after_call.hpp"
 #include "agent/runtime/worker_pool.hpp"
 
 namespace nvdra::drivers {
@@ -20,30 +18,12 @@ HeapTrimmingHandler::HeapTrimmingHandler(boost::asio::any_io_executor ex, runtim
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> HeapTrimmingHandler::prepare(
     kubelet::ClaimRef claim) {
   ++*in_flight_;
-  std::optional<Result<std::vector<kubelet::PreparedDevice>>> result;
-  std::exception_ptr failure;
-  try {
-    result.emplace(co_await inner_.prepare(std::move(claim)));
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  call_ended();
-  if (failure) std::rethrow_exception(failure);
-  co_return std::move(*result);
+  co_return co_await after_call(inner_.prepare(std::move(claim)), [this](const auto*) { call_ended(); });
 }
 
 boost::asio::awaitable<Status> HeapTrimmingHandler::unprepare(kubelet::ClaimRef claim) {
   ++*in_flight_;
-  std::optional<Status> result;
-  std::exception_ptr failure;
-  try {
-    result.emplace(co_await inner_.unprepare(std::move(claim)));
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  call_ended();
-  if (failure) std::rethrow_exception(failure);
-  co_return std::move(*result);
+  co_return co_await after_call(inner_.unprepare(std::move(claim)), [this](const auto*) { call_ended(); });
 }
 
 void HeapTrimmingHandler::call_ended() {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "agent/claims/checkpoint_model.hpp"
+#include "agent/drivers/after_call.hpp"
 #include "agent/config/options.hpp"
 #include "agent/metrics/metrics.hpp"
 
@@ -16,6 +17,19 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// One kubelet call measured: in flight from now until it returns or throws. A cancelled or throwing
+// call is an error too: it ended without devices. The checkpoint gauges are refreshed after each.
+template <class T>
+boost::asio::awaitable<T> metered(MeteredClaimHandler& handler, metrics::Metrics& metrics, const std::string& driver,
+                                  metrics::Operation op, std::string_view error, boost::asio::awaitable<T> call) {
+  const auto start = Clock::now();
+  metrics.request_started(driver, op);
+  co_return co_await after_call(std::move(call), [&](const T* result) {
+    metrics.request_finished(driver, op, seconds_since(start), result && result->ok() ? "" : error);
+    handler.refresh();
+  });
 }
 
 // One checkpointed device entry: {"gpu":{…},"mig":null,…}; its type is the key that is not null.
@@ -62,40 +76,13 @@ void MeteredClaimHandler::refresh() {
 
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> MeteredClaimHandler::prepare(
     kubelet::ClaimRef claim) {
-  const auto start = Clock::now();
-  metrics_.request_started(driver_, metrics::Operation::kPrepare);
-  std::optional<Result<std::vector<kubelet::PreparedDevice>>> result;
-  std::exception_ptr failure;
-  try {
-    result.emplace(co_await inner_.prepare(std::move(claim)));
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  // A cancelled or throwing call is an error too: it ended without devices.
-  const bool ok = result && result->ok();
-  metrics_.request_finished(driver_, metrics::Operation::kPrepare, seconds_since(start),
-                            ok ? "" : metrics::kErrorPrepareDevices);
-  refresh();
-  if (failure) std::rethrow_exception(failure);
-  co_return std::move(*result);
+  co_return co_await metered(*this, metrics_, driver_, metrics::Operation::kPrepare, metrics::kErrorPrepareDevices,
+                             inner_.prepare(std::move(claim)));
 }
 
 boost::asio::awaitable<Status> MeteredClaimHandler::unprepare(kubelet::ClaimRef claim) {
-  const auto start = Clock::now();
-  metrics_.request_started(driver_, metrics::Operation::kUnprepare);
-  std::optional<Status> result;
-  std::exception_ptr failure;
-  try {
-    result.emplace(co_await inner_.unprepare(std::move(claim)));
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  const bool ok = result && result->ok();
-  metrics_.request_finished(driver_, metrics::Operation::kUnprepare, seconds_since(start),
-                            ok ? "" : metrics::kErrorUnprepareDevices);
-  refresh();
-  if (failure) std::rethrow_exception(failure);
-  co_return std::move(*result);
+  co_return co_await metered(*this, metrics_, driver_, metrics::Operation::kUnprepare, metrics::kErrorUnprepareDevices,
+                             inner_.unprepare(std::move(claim)));
 }
 
 }  // namespace nvdra::drivers
