@@ -7,8 +7,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 namespace nvdra::nvml::mock {
 
@@ -91,26 +89,49 @@ std::optional<MachineState> parse_state(const std::string& text) {
 
 StateFile::StateFile(std::string path, const MachineProfile& profile) : path_(std::move(path)), profile_(profile) {}
 
+namespace {
+
+// The whole file; nullopt when it cannot be opened (no state written yet).
+std::optional<std::string> read_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) text.append(buf, static_cast<size_t>(n));
+    else if (n == 0 || errno != EINTR) break;
+  }
+  ::close(fd);
+  return text;
+}
+
+}  // namespace
+
 MachineState StateFile::load_locked() {
-  std::ifstream in(path_);
-  std::stringstream text;
-  if (in) text << in.rdbuf();
+  const std::optional<std::string> text = read_file(path_);
   // Comparing the text is cheaper than parsing it and, unlike mtime, never misses a change.
-  if (cached_ && in && text.str() == cached_text_) return *cached_;
-  std::optional<MachineState> st = in ? parse_state(text.str()) : std::nullopt;
+  if (cached_ && text && *text == cached_text_) return *cached_;
+  std::optional<MachineState> st = text ? parse_state(*text) : std::nullopt;
   if (!st || st->fingerprint != profile_.fingerprint || st->gpus.size() != profile_.gpus.size())
     st = initial_state(profile_);
-  cached_text_ = text.str();
+  cached_text_ = text.value_or("");
   cached_ = st;
   return *st;
 }
 
 int StateFile::with(Access access, const std::function<int(MachineState&)>& fn) {
   std::lock_guard lock(mu_);
-  const std::string lock_path = path_ + ".lock";
-  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return 17;  // NVML_ERROR_OPERATING_SYSTEM
-  while (::flock(fd, access == Access::kWrite ? LOCK_EX : LOCK_SH) != 0 && errno == EINTR) {
+  // Writers replace the state file by rename, so a reader sees one whole state without the file
+  // lock: a read is one open and read, as cheap as the agent's NVML calls at start need it to be
+  // (hundreds of them; real NVML answers device queries from memory).
+  int fd = -1;
+  if (access == Access::kWrite) {
+    const std::string lock_path = path_ + ".lock";
+    fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return 17;  // NVML_ERROR_OPERATING_SYSTEM
+    while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+    }
   }
   MachineState st = load_locked();
   int rc = fn(st);
@@ -127,7 +148,7 @@ int StateFile::with(Access access, const std::function<int(MachineState&)>& fn) 
       rc = 17;
     }
   }
-  ::close(fd);  // releases the flock
+  if (fd >= 0) ::close(fd);  // releases the flock
   return rc;
 }
 

@@ -8,6 +8,7 @@ NodeUnprepareResources (v1 or v1beta1) and the resource-health stream (v1 or v1a
 import contextlib
 import os
 import stat
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -71,6 +72,7 @@ class Plugin:
     registration_socket: str
     dra_version: str = ""
     health_version: str = ""
+    registered_at: float = 0.0  # time.time() when NotifyRegistrationStatus(true) returned (benches)
     _channel: object = field(default=None, repr=False)
 
     def channel(self):
@@ -189,6 +191,7 @@ class KubeletDouble:
                 raise RegistrationError(f"{plugin.name} at {socket_path}: {reason}")
             if notify:
                 self.notify(plugin, True, channel=ch)
+        plugin.registered_at = time.time()
         self.plugins[socket_path] = plugin
         return plugin
 
@@ -204,14 +207,28 @@ class KubeletDouble:
         return None
 
     def register_new(self, notify=True):
-        """One pass of kubelet's plugin watcher: registers every socket not registered yet."""
-        for path in find_sockets(self.registrar_dir):
-            if path in self.plugins:
-                continue
+        """One pass of kubelet's plugin watcher: registers every socket not registered yet, each on a
+        thread of its own as kubelet's operation executor runs one goroutine per plugin."""
+        new = [p for p in find_sockets(self.registrar_dir) if p not in self.plugins]
+        errors = []
+
+        def one(path):
             try:
                 self.register(path, notify=notify)
             except grpc.RpcError:
-                continue  # not listening yet, or going away: kubelet retries too
+                pass  # not listening yet, or going away: kubelet retries too
+            except Exception as e:  # a rejection: raised in the caller, as before
+                errors.append(e)
+        if len(new) == 1:
+            one(new[0])
+        else:
+            threads = [threading.Thread(target=one, args=(p,)) for p in new]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        if errors:
+            raise errors[0]
 
     def watch_until(self, done, timeout=20.0, notify=True, what="condition"):
         """Registers sockets as they appear, as kubelet's watcher does for as long as it runs, until
