@@ -12,6 +12,12 @@ of the container-device-interface library. Each apply() runs podman in a private
 * podman asks for RLIMIT_NOFILE 1048576 and RLIMIT_NPROC 32768 by default, which a process
   without CAP_SYS_RESOURCE cannot raise to ("crun: setrlimit RLIMIT_NOFILE: Operation not
   permitted"): containers are created with the caller's own nofile limits and a small nproc.
+* host_devices={path: (major, minor)}: character devices the host must have for specs that name a
+  node by path only (VFIO's /dev/vfio/<group>, /dev/vfio/vfio, /dev/iommu, /dev/vfio/devices/vfioN:
+  the CDI library stats the path on the host to learn its type and numbers). This machine's /dev is
+  the host's devtmpfs, where a new entry would be the machine's, so the namespace mounts an overlay
+  over /dev (lower: the real /dev, upper: a tmpfs of the namespace) and makes the nodes in it; the
+  overlay hides /dev's submounts, so /dev/shm (above) and /dev/pts are mounted again inside it.
 
 `podman create --device <id>` records the ids; `podman init` resolves them (an unknown id fails
 with "unresolvable CDI devices"), writes the OCI spec (config.json) and has crun create the
@@ -48,8 +54,27 @@ class PodmanRuntime:
         return (f"podman --root {d}/storage --runroot {d}/run --tmpdir {d}/tmp --storage-driver vfs "
                 f"--events-backend none --cgroup-manager cgroupfs")
 
-    def apply(self, cdi_dir, containers, timeout=120):
-        """containers: {name: [CDI ids]}. Returns {name: {"config": OCI spec or None, "error": text}}."""
+    def _host_device_lines(self, host_devices):
+        if not host_devices:
+            return []  # the real /dev as it is
+        layer = os.path.join(self.dir, "dev-layer")
+        lines = [
+            f"mkdir -p {layer}",
+            f"mount -t tmpfs nvdra-cdi-devlayer {layer}",
+            f"mkdir {layer}/upper {layer}/work",
+            f"mount -t overlay nvdra-cdi-dev -o lowerdir=/dev,upperdir={layer}/upper,workdir={layer}/work /dev",
+            "mount -t devpts -o newinstance,ptmxmode=0666 nvdra-cdi-pts /dev/pts",
+        ]
+        for path, (major, minor) in sorted(host_devices.items()):
+            if not path.startswith("/dev/") or "'" in path or ".." in path.split("/"):
+                raise ValueError(f"host_devices: {path!r} is not a path under /dev/")
+            lines += [f"mkdir -p '{os.path.dirname(path)}'", f"rm -f '{path}'", f"mknod '{path}' c {major} {minor}"]
+        return lines
+
+    def apply(self, cdi_dir, containers, timeout=120, host_devices=None):
+        """containers: {name: [CDI ids]}; host_devices: {path under /dev: (major, minor)}, character
+        devices podman sees on the host (an overlay of this namespace only). Returns
+        {name: {"config": OCI spec or None, "error": text}}."""
         out = os.path.join(self.dir, "out")
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
@@ -60,6 +85,7 @@ class PodmanRuntime:
             "mount -t tmpfs nvdra-cdi-run /run",
             "mkdir -p /run/cdi",
             f"mount --bind {cdi_dir} /run/cdi",
+            *self._host_device_lines(host_devices or {}),
             "mount -t tmpfs nvdra-cdi-shm /dev/shm",
             "if [ -d /etc/cdi ]; then mount -t tmpfs nvdra-cdi-etc /etc/cdi; fi",
             "if mountpoint -q /sys/fs/cgroup/unified && [ -d /sys/fs/cgroup/memory ]; then "

@@ -5,7 +5,10 @@ edits into the container's OCI spec (device nodes, env, mounts, hooks); crun the
 container, running the createContainer hooks. cdi_consumer_test.py is the fast check beside it.
 
 The simulated node keeps its device nodes in the driver root's dev/ (the GPU Operator's layout), as
-real character devices, so the hostPaths the specs name exist. Needs root (rootful podman, mknod,
+real character devices, so the hostPaths the specs name exist. VFIO specs name their nodes by path
+only, as upstream's do (/dev/vfio/<group>, /dev/vfio/vfio, /dev/iommu, /dev/vfio/devices/vfioN): podman
+stats them on the host, so the nodes the fake kernel made under the simulated host root are given to
+podman as character devices of its namespace's /dev (podman_runtime's host_devices). Needs root (rootful podman, mknod,
 a private mount namespace: see podman_runtime.py); skips with one line where those are missing,
 and fails instead when CI=true.
 """
@@ -16,7 +19,7 @@ import unittest
 
 import yaml
 
-from gpu_node import CD, SimulatedNode, gpu_config
+from gpu_node import CD, GPU, SimulatedNode, gpu_config
 from podman_runtime import PodmanRuntime, podman_binary
 
 
@@ -39,6 +42,29 @@ def spec_devices(cdi_dir):
             spec = yaml.safe_load(f)
         for dev in spec["devices"]:
             found[spec["kind"] + "=" + dev["name"]] = (name, spec, dev)
+    return found
+
+
+VFIO_CONFIG = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "VfioDeviceConfig"}
+# Numbers of the host's VFIO nodes: /dev/vfio/vfio is the misc device 10:196 (VFIO_MINOR); the others'
+# majors are dynamic on a real host, here fixed ones (a group's minor is its group number).
+VFIO_CONTAINER, IOMMUFD = (10, 196), (10, 123)
+VFIO_GROUP_MAJOR, VFIO_CDEV_MAJOR = 243, 238
+
+
+def vfio_host_devices(host_root):
+    """{path: (major, minor)} for the VFIO nodes the simulated host has now (the fake kernel makes
+    /dev/vfio/<group> and, on an iommufd host, /dev/vfio/devices/vfioN as it binds vfio-pci)."""
+    found = {}
+    for path in ("/dev/vfio/vfio", "/dev/iommu"):
+        if os.path.exists(host_root + path):
+            found[path] = VFIO_CONTAINER if path == "/dev/vfio/vfio" else IOMMUFD
+    for name in os.listdir(os.path.join(host_root, "dev", "vfio")):
+        if name.isdigit():
+            found["/dev/vfio/" + name] = (VFIO_GROUP_MAJOR, int(name))
+    cdevs = os.path.join(host_root, "dev", "vfio", "devices")
+    for name in os.listdir(cdevs) if os.path.isdir(cdevs) else []:
+        found["/dev/vfio/devices/" + name] = (VFIO_CDEV_MAJOR, int(name[len("vfio"):]))
     return found
 
 
@@ -174,6 +200,67 @@ class PodmanCdi(unittest.TestCase):
         edits = self.assert_applied(node, "channel", ids["channel"], result)
         self.assertEqual([n["path"] for n in edits["deviceNodes"]], ["/dev/nvidia-caps-imex-channels/channel0"])
         self.assertEqual(node.plugins[CD].unprepare([claim]), {claim.uid: ""})
+
+    def assert_vfio_applied(self, node, name, ids, result, host_devices, nodes):
+        """The claim's container has exactly `nodes` of the VFIO nodes, as the host's character devices."""
+        edits = self.assert_applied(node, name, ids, result)
+        self.assertEqual(edits["env"], ["NVIDIA_VISIBLE_DEVICES=void"] * len({i.split("-gpu-vfio-")[0] for i in ids}),
+                         name)
+        self.assertEqual(edits["hooks"], [], name)
+        got = {d["path"]: (d["type"], d["major"], d["minor"]) for d in result["config"]["linux"].get("devices", [])
+               if d["path"].startswith(("/dev/vfio", "/dev/iommu"))}
+        self.assertEqual(got, {p: ("c",) + host_devices[p] for p in nodes}, name)
+        # The device cgroup lets the container open them (podman adds a rule per CDI node).
+        rules = {(r.get("major"), r.get("minor")) for r in result["config"]["linux"]["resources"]["devices"]
+                 if r.get("allow") and r.get("type") == "c"}
+        self.assertTrue({host_devices[p] for p in nodes} <= rules, f"{name}: {rules}")
+        return edits
+
+    def test_vfio_claim_starts_in_podman(self):
+        node = SimulatedNode(profile="passthrough", gates="PassthroughSupport=true,DeviceMetadata=true")
+        self.addCleanup(node.cleanup)
+        node.start()
+        group = {i: node.pci.devices[node.pci.gpu_address(i)]["group"] for i in range(8)}
+        api = dict(VFIO_CONFIG, iommu={"backendPolicy": "LegacyOnly", "enableAPIDevice": True})
+        claims = [node.allocate("vm-a", [("vm", "gpu-vfio-0")], [(["vm"], VFIO_CONFIG)]),
+                  node.allocate("vm-api", [("vm", "gpu-vfio-1")], [(["vm"], api)])]
+        ids = self.prepared_ids(node.gpu(), claims)
+        ids["two-claims"] = ids["vm-a"] + ids["vm-api"]
+        host = vfio_host_devices(node.host_root)
+        self.assertEqual(set(host), {"/dev/vfio/vfio", f"/dev/vfio/{group[0]}", f"/dev/vfio/{group[1]}"})
+        results = self.podman.apply(node.dirs.cdi, ids, host_devices=host)
+        a = self.assert_vfio_applied(node, "vm-a", ids["vm-a"], results["vm-a"], host, [f"/dev/vfio/{group[0]}"])
+        self.assert_vfio_applied(node, "vm-api", ids["vm-api"], results["vm-api"], host,
+                                 ["/dev/vfio/vfio", f"/dev/vfio/{group[1]}"])
+        self.assert_vfio_applied(node, "two-claims", ids["two-claims"], results["two-claims"], host,
+                                 ["/dev/vfio/vfio", f"/dev/vfio/{group[0]}", f"/dev/vfio/{group[1]}"])
+        # KEP-5304: the claim's metadata file, read-only at the path the kubelet helper reads.
+        metadata = os.path.join(node.dirs.plugins, GPU, "dra-device-metadata", "default_vm-a", "vm", "metadata.json")
+        mounts = {m["destination"]: m for m in results["vm-a"]["config"]["mounts"]}
+        target = "/var/run/kubernetes.io/dra-device-attributes/resourceclaims/vm-a/vm/gpu.nvidia.com-metadata.json"
+        self.assertEqual([m["containerPath"] for m in a["mounts"]], [target])
+        self.assertEqual((mounts[target]["source"], "ro" in mounts[target]["options"]), (metadata, True))
+
+        # Unprepared: the ids no longer resolve (the host's nodes stay: only the spec is gone).
+        self.assertEqual(set(node.gpu().unprepare(claims).values()), {""})
+        gone = self.podman.apply(node.dirs.cdi, {"gone": ids["vm-a"]}, host_devices=host)["gone"]
+        self.assertIn("unresolvable CDI devices " + ids["vm-a"][0], gone["error"])
+
+    def test_iommufd_vfio_claim_starts_in_podman(self):
+        node = SimulatedNode(profile="passthrough", gates="PassthroughSupport=true", iommufd=True)
+        self.addCleanup(node.cleanup)
+        node.start()
+        config = dict(VFIO_CONFIG, iommu={"backendPolicy": "PreferIommuFD", "enableAPIDevice": True})
+        claim = node.allocate("vm-fd", [("vm", "gpu-vfio-3")], [([], config)])
+        ids = self.prepared_ids(node.gpu(), [claim])
+        host = vfio_host_devices(node.host_root)
+        result = self.podman.apply(node.dirs.cdi, ids, host_devices=host)["vm-fd"]
+        edits = self.assert_vfio_applied(node, "vm-fd", ids["vm-fd"], result, host,
+                                         ["/dev/iommu", "/dev/vfio/devices/vfio3"])
+        self.assertEqual(edits["mounts"], [])
+        self.assertEqual(node.gpu().unprepare([claim]), {claim.uid: ""})
+        gone = self.podman.apply(node.dirs.cdi, ids, host_devices=host)["vm-fd"]
+        self.assertIn("unresolvable CDI devices " + ids["vm-fd"][0], gone["error"])
 
 
 if __name__ == "__main__":
