@@ -49,68 +49,22 @@ awaitable<void> SlicePublisher::sleep(std::chrono::milliseconds d) {
 }
 
 awaitable<void> SlicePublisher::bootstrap() {
-  Backoff backoff(options_.backoff_base, options_.backoff_cap);
-  auto log = nvdra::logger("k8s");
-  while (node_uid_.empty() || !version_) {
-    if (!version_) {
-      auto v = co_await api_->version();
-      if (v) {
-        version_ = *v;
-      } else {
-        log->warn("GET /version failed: {}; retrying", v.error().describe());
-      }
-    }
-    if (node_uid_.empty()) {
-      ObjectKey key;  // a named local: GCC 12 double-destroys braced temporaries passed to coroutines
-      key.name = options_.node_name;
-      auto node = co_await api_->get(kNodesV1, key);
-      if (node) {
-        auto meta = read_object_meta(*node);
-        if (meta) node_uid_ = meta->uid;
-      } else {
-        log->warn("GET node {} failed (needed for the slices' ownerReference): {}; retrying", options_.node_name,
-                  node.error().describe());
-      }
-    }
-    if (node_uid_.empty() || !version_) co_await sleep(backoff.next());
+  if (!options_.facts) {
+    options_.facts = std::make_shared<ServerFacts>(
+        ex_, api_, ServerFactsOptions{options_.node_name, options_.backoff_base, options_.backoff_cap, {}});
   }
-  if (!options_.rules) {
-    const ServedFields served = co_await discover_fields();  // a named local: GCC 12 coroutine temporaries
-    options_.rules = rules_for(*version_, served);
-  }
+  const ServerFacts::Facts facts = co_await options_.facts->get();  // a named local: GCC 12 temporaries
+  version_ = facts.version;
+  node_uid_ = facts.node_uid;
+  if (!options_.rules) options_.rules = rules_for(*version_, facts.served);
   if (options_.layout) options_.rules->layout = *options_.layout;
+  auto log = nvdra::logger("k8s");
   log->info("publishing ResourceSlices driver={} node={} server={} (counter sets {}, list attributes {}, "
             "consumable capacity {})",
             options_.driver, options_.node_name, version_->git_version,
             options_.rules->layout == CounterLayout::kSeparateSlices ? "in slices of their own" : "with their devices",
             options_.rules->list_attributes ? "served" : "not served",
             options_.rules->multiple_allocations ? "served" : "not served");
-}
-
-awaitable<ServedFields> SlicePublisher::discover_fields() {
-  auto log = nvdra::logger("k8s");
-  const auto fallback = served_fields_by_version(*version_);
-  auto index = co_await api_->get_path("/openapi/v3");
-  if (!index) {
-    log->warn("GET /openapi/v3 failed ({}); assuming the fields of {}", index.error().describe(), version_->git_version);
-    co_return fallback;
-  }
-  auto path = openapi_document_path(*index, "resource.k8s.io/v1");
-  if (!path) {
-    log->warn("{}; assuming the fields of {}", path.error().describe(), version_->git_version);
-    co_return fallback;
-  }
-  auto document = co_await api_->get_path(*path);
-  if (!document) {
-    log->warn("GET {} failed ({}); assuming the fields of {}", *path, document.error().describe(), version_->git_version);
-    co_return fallback;
-  }
-  auto served = served_fields_from_openapi(*document);
-  if (!served) {
-    log->warn("{}; assuming the fields of {}", served.error().describe(), version_->git_version);
-    co_return fallback;
-  }
-  co_return *served;
 }
 
 void SlicePublisher::note_dropped(const SliceObject& sent, const std::string& stored_json) {
@@ -134,7 +88,6 @@ void SlicePublisher::note_dropped(const SliceObject& sent, const std::string& st
 }
 
 awaitable<void> SlicePublisher::run() {
-  co_await bootstrap();
   ReflectorOptions ro;
   ro.field_selector = "spec.nodeName=" + options_.node_name + ",spec.driver=" + options_.driver;
   ro.watch_timeout = options_.watch_timeout;
@@ -142,7 +95,14 @@ awaitable<void> SlicePublisher::run() {
   ro.backoff_cap = options_.backoff_cap;
   reflector_ = std::make_unique<Reflector>(ex_, api_, kResourceSlicesV1, ro, &signal_);
   using namespace asio::experimental::awaitable_operators;
-  co_await (reflector_->run() || loop());
+  // The slice LIST and WATCH need nothing from the bootstrap: they run alongside it, and the loop
+  // writes once both have answered.
+  co_await (reflector_->run() || bootstrap_then_loop());
+}
+
+awaitable<void> SlicePublisher::bootstrap_then_loop() {
+  co_await bootstrap();
+  co_await loop();
 }
 
 awaitable<void> SlicePublisher::loop() {

@@ -26,6 +26,7 @@
 #include "k8s/api_server.hpp"
 #include "k8s/change_signal.hpp"
 #include "k8s/reflector.hpp"
+#include "k8s/server_facts.hpp"
 #include "k8s/server_features.hpp"
 #include "k8s/slice_plan.hpp"
 
@@ -41,6 +42,8 @@ struct PublisherOptions {
   std::chrono::milliseconds backoff_base{500};
   std::chrono::milliseconds backoff_cap{30000};
   std::chrono::seconds watch_timeout{300};
+  // Shared with the other drivers' publishers (one lookup for all); null: the publisher asks itself.
+  std::shared_ptr<ServerFacts> facts;
 };
 
 class SlicePublisher {
@@ -78,7 +81,7 @@ class SlicePublisher {
  private:
   enum class Outcome { kConverged, kProgress, kConflict, kFailed };
   boost::asio::awaitable<void> bootstrap();
-  boost::asio::awaitable<ServedFields> discover_fields();
+  boost::asio::awaitable<void> bootstrap_then_loop();
   void note_dropped(const SliceObject& sent, const std::string& stored_json);
   boost::asio::awaitable<void> loop();
   boost::asio::awaitable<Outcome> reconcile_once();

@@ -22,6 +22,7 @@
 #include "agent/drivers/backend_factory.hpp"
 #include "agent/drivers/event_reporting.hpp"
 #include "agent/drivers/heap_trimming_handler.hpp"
+#include "agent/drivers/shared_server_facts.hpp"
 #include "agent/kubelet/concurrently.hpp"
 #include "agent/runtime/readiness.hpp"
 #include "agent/runtime/worker_pool.hpp"
@@ -130,8 +131,9 @@ boost::asio::awaitable<void> DriverComponent::serve() {
   }
   // The publisher starts now: its bootstrap (TLS handshake, /version, the Node, the served fields)
   // and its slice LIST/WATCH overlap the backend's start, and it writes nothing before set_desired().
-  publisher_ = std::make_unique<k8s::SlicePublisher>(ctx_.executor, std::move(api),
-                                                     k8s::PublisherOptions{name(), ctx_.options.node_name});
+  k8s::PublisherOptions publishing{name(), ctx_.options.node_name};
+  publishing.facts = ctx_.server_facts.get(ctx_.executor, api);
+  publisher_ = std::make_unique<k8s::SlicePublisher>(ctx_.executor, std::move(api), std::move(publishing));
   publisher_->on_converged([this] {
     ctx_.readiness.satisfy(published_condition(kind_));
     if (!published_) {

@@ -7,8 +7,10 @@
 
 #include <boost/system/system_error.hpp>
 
+#include <chrono>
 #include <filesystem>
 
+#include "agent/base/log.hpp"
 #include "agent/config/options.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "nvml/discovery.hpp"
@@ -36,13 +38,21 @@ boost::asio::awaitable<Result<std::shared_ptr<DiscoveredGpus>>> NodeGpus::get() 
   nvml::LoadOptions load{o.nvml_library, o.nvidia_driver_root};
   const std::string sysfs = (std::filesystem::path(o.host_root) / "sys").string();
   auto opened = co_await workers_.run([load, sysfs]() -> Result<std::shared_ptr<DiscoveredGpus>> {
+    using clock = std::chrono::steady_clock;
+    const auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
     auto out = std::make_shared<DiscoveredGpus>();
+    const auto t0 = clock::now();
     auto lib = nvml::open_nvml(load);
     if (!lib) return lib.error();
     out->library = std::move(*lib);
+    const auto t1 = clock::now();
     auto model = nvml::discover(*out->library, nvml::DiscoveryOptions{sysfs});
     if (!model) return model.error();
     out->model = std::move(*model);
+    // Both drivers wait for this at start: how long NVML took is the first thing to look at when
+    // a node is slow to publish.
+    nvdra::logger("nvml")->debug("opened in {:.1f} ms, discovered {} GPU(s) in {:.1f} ms", ms(t1 - t0),
+                                 out->model.gpus.size(), ms(clock::now() - t1));
     return out;
   });
   opening_ = false;

@@ -14,7 +14,10 @@ namespace nvdra::config { struct Options; }
 namespace nvdra::systemd { class Notifier; }
 namespace nvdra::systemd_bus { class BusConnection; }
 namespace nvdra::status { class AgentStatus; }
-namespace nvdra::drivers { class NodeGpus; }
+namespace nvdra::drivers {
+class NodeGpus;
+class SharedServerFacts;
+}  // namespace nvdra::drivers
 namespace nvdra::metrics { class Metrics; }
 
 namespace nvdra::runtime {
@@ -34,6 +37,7 @@ struct RunContext {
   status::AgentStatus& status;             // what host tooling sees (D-Bus StatusService)
   systemd_bus::BusConnection& system_bus;  // shared: status service and IMEX unit watcher
   drivers::NodeGpus& gpus;                 // the one NVML session, shared by both drivers
+  drivers::SharedServerFacts& server_facts;  // the API server's version, Node and fields, asked once
   metrics::Metrics& metrics;               // the Prometheus registry (a metrics::Sink for the leaves)
 };
 

@@ -71,6 +71,22 @@ class RemoteApiDouble:
         query = "?" + urllib.parse.urlencode({"fieldSelector": selector}) if selector else ""
         return self._call("GET", f"{base}/{plural}{query}")["items"]
 
+    def wait_for_objects(self, gv, plural, predicate, timeout):
+        """As the in-process double's: until predicate(objects) holds, re-checked after each write
+        (a long poll on /admin/wait-write, not a poll loop: a bench's observer costs no CPU while it
+        waits); raises TimeoutError with the last objects seen."""
+        end = time.monotonic() + timeout
+        base = "/api/v1" if gv == "v1" else f"/apis/{gv}"
+        while True:
+            listed = self._call("GET", f"{base}/{plural}")
+            if predicate(listed["items"]):
+                return listed["items"]
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"{gv} {plural}: condition not met within {timeout} s; have {listed['items']}")
+            self._call("GET", "/admin/wait-write?" + urllib.parse.urlencode(
+                {"after": listed["metadata"]["resourceVersion"], "timeout": f"{min(left, 20):.3f}"}))
+
     def delete_matching(self, gv, plural, selector=""):
         self._call("POST", "/admin/delete", {"apiVersion": gv, "resource": plural, "fieldSelector": selector})
 

@@ -145,6 +145,13 @@ class ServerVersions(unittest.TestCase):
         self.assertIn("/openapi/v3", paths)
         self.assertTrue(any(p.startswith("/openapi/v3/apis/resource.k8s.io/v1") for p in paths), paths)
         self.assertIn("list attributes served", node.agent_log())
+        # Both drivers' publishers learned it from one lookup: each question went out once.
+        for driver in ("gpu.nvidia.com", "compute-domain.nvidia.com"):
+            self.assertIn(f"publishing ResourceSlices driver={driver} ", node.agent_log())
+        asked = [p for p in paths if p == "/version" or p.startswith("/openapi/v3") or p.startswith("/api/v1/nodes/")]
+        self.assertEqual(sorted(p.split("?")[0] for p in asked),
+                         ["/api/v1/nodes/" + node.node, "/openapi/v3", "/openapi/v3/apis/resource.k8s.io/v1",
+                          "/version"], asked)
         node.stop()
 
 

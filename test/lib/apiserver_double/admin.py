@@ -13,6 +13,8 @@ the double only listens on loopback):
   GET  /admin/requests      request log;  POST /admin/requests/reset clears it
   GET  /admin/rejections    validation failures sent back so far
   GET  /admin/watches       {"open": n}: watches streaming now
+  GET  /admin/wait-write?after=R&timeout=S  answers {"revision"} once the store is past revision R
+                            (or at the timeout): a waiter from another process without polling
 """
 import time
 
@@ -71,6 +73,14 @@ def handle_admin(h, d, method, path, query):
         with d.store.cond:
             count = d.store.open_watches
         h.send_json(200, {"open": count})
+        return
+    elif method == "GET" and path == "/admin/wait-write":
+        after, end = int(query.get("after", "0")), time.monotonic() + float(query.get("timeout", "30"))
+        with d.store.cond:
+            while d.store.revision <= after and time.monotonic() < end:
+                d.store.cond.wait(end - time.monotonic())
+            revision = d.store.revision
+        h.send_json(200, {"revision": revision})
         return
     elif method == "GET" and path == "/admin/rejections":
         h.send_json(200, d.rejections)

@@ -156,6 +156,8 @@ class KubeletDouble:
     def __init__(self, registrar_dir):
         self.registrar_dir = registrar_dir
         self.plugins = {}  # registration socket -> Plugin
+        self._inflight = {}  # registration socket -> the thread registering it
+        self._errors = []  # rejections raised by those threads, for the caller
 
     def get_info(self, socket_path, channel=None):
         msgs, svc = pb()["registration"]
@@ -207,28 +209,32 @@ class KubeletDouble:
         return None
 
     def register_new(self, notify=True):
-        """One pass of kubelet's plugin watcher: registers every socket not registered yet, each on a
-        thread of its own as kubelet's operation executor runs one goroutine per plugin."""
-        new = [p for p in find_sockets(self.registrar_dir) if p not in self.plugins]
-        errors = []
+        """One pass of kubelet's plugin watcher: starts registering every socket that is neither
+        registered nor being registered, each on a thread of its own, as kubelet's operation executor
+        runs one goroutine per plugin (so a slow plugin never holds up another). A rejection is
+        raised here, by the pass after it happened."""
+        for path in find_sockets(self.registrar_dir):
+            if path in self.plugins or path in self._inflight:
+                continue
+            thread = threading.Thread(target=self._register_one, args=(path, notify), daemon=True)
+            self._inflight[path] = thread
+            thread.start()
+        if self._errors:
+            raise self._errors.pop(0)
 
-        def one(path):
-            try:
-                self.register(path, notify=notify)
-            except grpc.RpcError:
-                pass  # not listening yet, or going away: kubelet retries too
-            except Exception as e:  # a rejection: raised in the caller, as before
-                errors.append(e)
-        if len(new) == 1:
-            one(new[0])
-        else:
-            threads = [threading.Thread(target=one, args=(p,)) for p in new]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-        if errors:
-            raise errors[0]
+    def _register_one(self, path, notify):
+        try:
+            self.register(path, notify=notify)
+        except grpc.RpcError:
+            pass  # not listening yet, or going away: kubelet retries too (the next pass)
+        except Exception as e:
+            self._errors.append(e)
+        finally:
+            self._inflight.pop(path, None)
+
+    def _join_inflight(self):
+        for thread in list(self._inflight.values()):
+            thread.join()
 
     def watch_until(self, done, timeout=20.0, notify=True, what="condition"):
         """Registers sockets as they appear, as kubelet's watcher does for as long as it runs, until
@@ -237,8 +243,14 @@ class KubeletDouble:
         while True:
             self.register_new(notify=notify)
             if done():
+                # Every socket seen has had its registration finished, and a rejection is raised,
+                # before the caller goes on.
+                self._join_inflight()
+                if self._errors:
+                    raise self._errors.pop(0)
                 return
             if time.monotonic() > deadline:
+                self._join_inflight()
                 raise TimeoutError(f"{what} not within {timeout}s; sockets seen: {find_sockets(self.registrar_dir)}")
             # The watcher's poll interval. kubelet uses inotify and registers a socket within a
             # millisecond; at 20 ms the double's phase, not the plugin, decided start-up figures
@@ -258,5 +270,6 @@ class KubeletDouble:
         return got()
 
     def close(self):
+        self._join_inflight()
         for plugin in self.plugins.values():
             plugin.close()

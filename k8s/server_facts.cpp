@@ -1,0 +1,144 @@
+#include "k8s/server_facts.hpp"
+
+#include <boost/asio/error.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <algorithm>
+
+#include "agent/base/backoff.hpp"
+#include "agent/base/log.hpp"
+#include "k8s/object_meta.hpp"
+
+namespace nvdra::k8s {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+
+namespace {
+
+awaitable<void> fetch_version(ApiServer& api, std::optional<ServerVersion>& out) {
+  if (out) co_return;
+  auto v = co_await api.version();
+  if (v) {
+    out = *v;
+  } else {
+    nvdra::logger("k8s")->warn("GET /version failed: {}; retrying", v.error().describe());
+  }
+}
+
+awaitable<void> fetch_node_uid(ApiServer& api, const std::string& node_name, std::string& out) {
+  if (!out.empty()) co_return;
+  ObjectKey key;  // a named local: GCC 12 double-destroys braced temporaries passed to coroutines
+  key.name = node_name;
+  auto node = co_await api.get(kNodesV1, key);
+  if (!node) {
+    nvdra::logger("k8s")->warn("GET node {} failed (needed for the slices' ownerReference): {}; retrying", node_name,
+                               node.error().describe());
+    co_return;
+  }
+  if (auto meta = read_object_meta(*node)) out = meta->uid;
+}
+
+}  // namespace
+
+ServerFacts::ServerFacts(asio::any_io_executor ex, std::shared_ptr<ApiServer> api, ServerFactsOptions options)
+    : ex_(std::move(ex)), api_(std::move(api)), options_(std::move(options)) {}
+
+ServerFacts::~ServerFacts() = default;
+
+awaitable<void> ServerFacts::sleep(std::chrono::milliseconds d) {
+  asio::steady_timer timer(ex_, d);
+  co_await timer.async_wait(asio::use_awaitable);
+}
+
+awaitable<ServerFacts::Facts> ServerFacts::get() {
+  const uint64_t seen = completed_;
+  while (looking_up_) {
+    auto timer = std::make_shared<asio::steady_timer>(ex_, asio::steady_timer::time_point::max());
+    waiters_.push_back(timer);
+    boost::system::error_code ec;
+    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    std::erase(waiters_, timer);
+    auto state = co_await asio::this_coro::cancellation_state;
+    if (state.cancelled() != asio::cancellation_type::none)
+      throw boost::system::system_error(asio::error::operation_aborted);
+  }
+  // Joined a lookup that answered, or one answered recently enough.
+  if (last_ && (completed_ != seen || std::chrono::steady_clock::now() - last_at_ < options_.reuse_for)) co_return *last_;
+  looking_up_ = true;
+  // Also when the lookup is cancelled (its driver stopped): a waiter then looks up itself.
+  struct Release {
+    ServerFacts& self;
+    ~Release() {
+      self.looking_up_ = false;
+      for (auto& w : self.waiters_) w->cancel();
+    }
+  } release{*this};
+  Facts facts = co_await lookup();
+  last_ = facts;
+  last_at_ = std::chrono::steady_clock::now();
+  ++completed_;
+  co_return facts;
+}
+
+awaitable<ServerFacts::Facts> ServerFacts::lookup() {
+  using namespace asio::experimental::awaitable_operators;
+  ++stats_.lookups;
+  Facts facts;
+  std::optional<ServedFields> served;
+  std::string why;
+  bool retried = false;
+  co_await (identity(facts, retried) && openapi(served, why));
+  // The server was not answering when the OpenAPI lookup ran: ask again now that it does.
+  if (!served && retried) co_await openapi(served, why);
+  if (served) {
+    facts.served = *served;
+  } else {
+    facts.served = served_fields_by_version(facts.version);
+    nvdra::logger("k8s")->warn("{}; assuming the fields of {}", why, facts.version.git_version);
+  }
+  co_return facts;
+}
+
+awaitable<void> ServerFacts::identity(Facts& out, bool& retried) {
+  using namespace asio::experimental::awaitable_operators;
+  Backoff backoff(options_.backoff_base, options_.backoff_cap);
+  std::optional<ServerVersion> version;
+  for (;;) {
+    co_await (fetch_version(*api_, version) && fetch_node_uid(*api_, options_.node_name, out.node_uid));
+    if (version && !out.node_uid.empty()) break;
+    retried = true;
+    co_await sleep(backoff.next());
+  }
+  out.version = *version;
+}
+
+awaitable<void> ServerFacts::openapi(std::optional<ServedFields>& out, std::string& why) {
+  auto index = co_await api_->get_path("/openapi/v3");
+  if (!index) {
+    why = "GET /openapi/v3 failed (" + index.error().describe() + ")";
+    co_return;
+  }
+  auto path = openapi_document_path(*index, "resource.k8s.io/v1");
+  if (!path) {
+    why = path.error().describe();
+    co_return;
+  }
+  auto document = co_await api_->get_path(*path);
+  if (!document) {
+    why = "GET " + *path + " failed (" + document.error().describe() + ")";
+    co_return;
+  }
+  auto served = served_fields_from_openapi(*document);
+  if (!served) {
+    why = served.error().describe();
+    co_return;
+  }
+  out = *served;
+}
+
+}  // namespace nvdra::k8s

@@ -1,0 +1,177 @@
+// ServerFacts: the drivers' publishers share one lookup of /version, the Node and the served
+// fields; a caller that comes while it runs gets its answer, a cancelled lookup hands over to a
+// waiter, an unreadable OpenAPI document means the version's fields.
+#include "k8s/server_facts.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <exception>
+#include <optional>
+#include <vector>
+
+namespace nvdra::k8s {
+namespace {
+
+namespace asio = boost::asio;
+using Api = asio::awaitable<ApiResult<std::string>>;
+
+constexpr const char* kIndex =
+    R"({"paths":{"apis/resource.k8s.io/v1":{"serverRelativeURL":"/openapi/v3/apis/resource.k8s.io/v1?hash=B"}}})";
+// A document that serves allowMultipleAllocations but no list attributes (a 1.36 server whose
+// document says so: the answer must come from the document, not from the version).
+constexpr const char* kDocument =
+    R"({"components":{"schemas":{"io.k8s.api.resource.v1.DeviceAttribute":{"properties":{"int":{}}},)"
+    R"("io.k8s.api.resource.v1.Device":{"properties":{"allowMultipleAllocations":{}}}}}})";
+
+// Answers /version only when `gate` is released, so a second caller comes while the first waits.
+class FactsApi final : public ApiServer {
+ public:
+  explicit FactsApi(asio::io_context& io) : gate(io, asio::steady_timer::time_point::max()) {}
+  asio::steady_timer gate;
+  bool hold_version = false;
+  bool openapi_fails = false;
+  int versions = 0, nodes = 0, paths = 0;
+
+  Api get(ResourceType type, ObjectKey key) override {
+    EXPECT_EQ(type.plural, "nodes");
+    EXPECT_EQ(key.name, "node-a");
+    ++nodes;
+    co_return std::string(R"({"metadata":{"name":"node-a","uid":"uid-of-node-a","resourceVersion":"1"}})");
+  }
+  asio::awaitable<ApiResult<ServerVersion>> version() override {
+    ++versions;
+    if (hold_version) {
+      boost::system::error_code ec;
+      co_await gate.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      auto state = co_await asio::this_coro::cancellation_state;
+      if (state.cancelled() != asio::cancellation_type::none)
+        throw boost::system::system_error(asio::error::operation_aborted);
+    }
+    co_return ServerVersion{1, 36, "v1.36.1"};
+  }
+  Api get_path(std::string path) override {
+    ++paths;
+    if (openapi_fails) co_return make_local_error(kReasonConnection, "connection refused");
+    if (path == "/openapi/v3") co_return std::string(kIndex);
+    EXPECT_EQ(path, "/openapi/v3/apis/resource.k8s.io/v1?hash=B");
+    co_return std::string(kDocument);
+  }
+  asio::awaitable<ApiResult<ListResult>> list(ResourceType, std::string, ListOptions) override { co_return ListResult{}; }
+  asio::awaitable<ApiResult<std::unique_ptr<WatchStream>>> watch(ResourceType, std::string, WatchOptions) override {
+    co_return make_local_error(kReasonConnection, "no watches here");
+  }
+  Api create(ResourceType, std::string, std::string) override { co_return std::string("{}"); }
+  Api update(ResourceType, ObjectKey, std::string) override { co_return std::string("{}"); }
+  Api patch(ResourceType, ObjectKey, std::string) override { co_return std::string("{}"); }
+  asio::awaitable<ApiStatus> remove(ResourceType, ObjectKey, Preconditions) override { co_return Ok{}; }
+};
+
+struct Fixture {
+  asio::io_context io;
+  std::shared_ptr<FactsApi> api = std::make_shared<FactsApi>(io);
+  std::vector<std::optional<ServerFacts::Facts>> answers;
+  int cancelled = 0;
+
+  ServerFacts make(std::chrono::milliseconds reuse_for = {}) {
+    return ServerFacts(io.get_executor(), api, ServerFactsOptions{"node-a", std::chrono::milliseconds(1),
+                                                                  std::chrono::milliseconds(2), reuse_for});
+  }
+  // Spawns a get(); its answer lands in answers[i].
+  void ask(ServerFacts& facts, asio::cancellation_signal* cancel = nullptr) {
+    const size_t i = answers.size();
+    answers.emplace_back();
+    auto done = [this, i](std::exception_ptr e, ServerFacts::Facts f) {
+      if (e) ++cancelled;
+      else answers[i] = std::move(f);
+    };
+    if (cancel) asio::co_spawn(io, facts.get(), asio::bind_cancellation_slot(cancel->slot(), done));
+    else asio::co_spawn(io, facts.get(), done);
+  }
+};
+
+TEST(ServerFacts, CallersThatComeWhileALookupRunsShareIt) {
+  Fixture f;
+  ServerFacts facts = f.make();
+  f.api->hold_version = true;
+  f.ask(facts);
+  f.ask(facts);
+  f.io.poll();  // both are waiting: the first for /version, the second for the first
+  EXPECT_EQ(f.api->versions, 1);
+  f.api->gate.cancel();
+  f.io.run();
+  ASSERT_TRUE(f.answers[0] && f.answers[1]);
+  EXPECT_EQ(facts.stats().lookups, 1u);
+  EXPECT_EQ(f.api->versions, 1);
+  EXPECT_EQ(f.api->nodes, 1);
+  EXPECT_EQ(f.api->paths, 2);  // the index and the document, once
+  EXPECT_EQ(f.answers[1]->version.git_version, "v1.36.1");
+  EXPECT_EQ(f.answers[1]->node_uid, "uid-of-node-a");
+  EXPECT_EQ(f.answers[1]->served, (ServedFields{false, true}));
+}
+
+TEST(ServerFacts, ALaterCallerAsksAgainUnlessTheAnswerIsRecent) {
+  Fixture f;
+  ServerFacts fresh = f.make();  // reuse_for 0
+  f.ask(fresh);
+  f.io.run();
+  f.io.restart();
+  f.ask(fresh);
+  f.io.run();
+  EXPECT_EQ(fresh.stats().lookups, 2u);
+  EXPECT_EQ(f.api->versions, 2);
+
+  Fixture g;
+  ServerFacts reused = g.make(std::chrono::hours(1));
+  g.ask(reused);
+  g.io.run();
+  g.io.restart();
+  g.ask(reused);
+  g.io.run();
+  EXPECT_EQ(reused.stats().lookups, 1u);
+  EXPECT_EQ(g.api->versions, 1);
+  ASSERT_TRUE(g.answers[1]);
+  EXPECT_EQ(g.answers[1]->node_uid, "uid-of-node-a");
+}
+
+TEST(ServerFacts, ACancelledLookupHandsOverToAWaiter) {
+  Fixture f;
+  ServerFacts facts = f.make();
+  f.api->hold_version = true;
+  asio::cancellation_signal cancel;
+  f.ask(facts, &cancel);
+  f.ask(facts);
+  f.io.poll();
+  cancel.emit(asio::cancellation_type::terminal);  // the first driver stops mid-lookup
+  f.io.poll();
+  EXPECT_EQ(f.cancelled, 1);
+  EXPECT_EQ(f.api->versions, 2);  // the waiter asked itself
+  f.api->gate.cancel();
+  f.io.run();
+  ASSERT_TRUE(f.answers[1]);
+  EXPECT_EQ(f.answers[1]->version.minor, 36);
+  EXPECT_EQ(facts.stats().lookups, 2u);
+}
+
+TEST(ServerFacts, AnUnreadableOpenApiMeansTheVersionsFields) {
+  Fixture f;
+  ServerFacts facts = f.make();
+  f.api->openapi_fails = true;
+  f.ask(facts);
+  f.io.run();
+  ASSERT_TRUE(f.answers[0]);
+  EXPECT_EQ(f.answers[0]->served, (ServedFields{true, true}));  // what 1.36 serves
+  EXPECT_EQ(f.api->paths, 1);  // the index failed; the server answered /version at once: not asked again
+}
+
+}  // namespace
+}  // namespace nvdra::k8s
