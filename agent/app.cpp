@@ -108,6 +108,9 @@ int App::run() {
     components.push_back(std::make_unique<controller::ComputeDomainController>(ctx));
   }
 
+  // Before the components: the drivers' API clients (TLS contexts) are made on this thread while a
+  // worker opens NVML.
+  gpus.prefetch();
   for (auto& c : components) c->declare(readiness);
   readiness.on_ready([&] {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);

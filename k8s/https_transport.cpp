@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "k8s/cancellation.hpp"
+#include "k8s/tls_context.hpp"
 #include "k8s/watch_decoder.hpp"
 
 namespace nvdra::k8s {
@@ -35,7 +36,7 @@ constexpr int kMax429Retries = 5;  // as client-go: then the caller sees the 429
 constexpr std::uint64_t kMaxBody = std::uint64_t{256} << 20;
 
 struct HttpsTransport::Tls {
-  ssl::context ctx{ssl::context::tls_client};
+  std::shared_ptr<ssl::context> ctx;  // shared with the other clients of the same TLS settings
 };
 
 struct HttpsTransport::Conn {
@@ -156,30 +157,9 @@ HttpsTransport::~HttpsTransport() = default;
 Result<std::unique_ptr<HttpsTransport>> HttpsTransport::create(asio::any_io_executor ex, ClientConfig config) {
   if (config.user_agent.empty()) config.user_agent = default_user_agent();
   std::unique_ptr<HttpsTransport> t(new HttpsTransport(std::move(ex), std::move(config)));
-  auto& ctx = t->tls_->ctx;
-  const auto& cfg = t->config_;
-  boost::system::error_code ec;
-  ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
-                  ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
-  // An idle connection (a watch between events, a pooled one) gives back OpenSSL's ~34 KiB of record
-  // buffers instead of holding them: most of an idle agent's connections are idle (issue #16: RSS).
-  SSL_CTX_set_mode(ctx.native_handle(), SSL_MODE_RELEASE_BUFFERS);
-  if (cfg.insecure_skip_tls_verify) {
-    ctx.set_verify_mode(ssl::verify_none);
-  } else {
-    ctx.set_verify_mode(ssl::verify_peer);
-    if (cfg.ca_pem.empty()) {
-      ctx.set_default_verify_paths(ec);
-    } else {
-      ctx.add_certificate_authority(asio::buffer(cfg.ca_pem), ec);
-    }
-    if (ec) return make_error(ErrorCode::kInvalidArgument, "API server CA bundle is unusable: " + ec.message());
-  }
-  if (!cfg.client_cert_pem.empty()) {
-    ctx.use_certificate_chain(asio::buffer(cfg.client_cert_pem), ec);
-    if (!ec) ctx.use_private_key(asio::buffer(cfg.client_key_pem), ssl::context::pem, ec);
-    if (ec) return make_error(ErrorCode::kInvalidArgument, "client certificate/key are unusable: " + ec.message());
-  }
+  auto ctx = tls_context_for(t->config_);
+  if (!ctx) return ctx.error();
+  t->tls_->ctx = std::move(*ctx);
   return t;
 }
 
@@ -201,7 +181,7 @@ awaitable<ApiResult<std::unique_ptr<HttpsTransport::Conn>>> HttpsTransport::conn
   auto [rec, endpoints] = co_await resolver.async_resolve(config_.host, config_.port, kTuple);
   co_await throw_if_cancelled();
   if (rec) co_return io_error("resolve", rec);
-  auto conn = std::make_unique<Conn>(ex_, tls_->ctx);
+  auto conn = std::make_unique<Conn>(ex_, *tls_->ctx);
   if (!is_ip_literal(config_.host)) SSL_set_tlsext_host_name(conn->stream.native_handle(), config_.host.c_str());
   if (!config_.insecure_skip_tls_verify) conn->stream.set_verify_callback(ssl::host_name_verification(config_.host));
   auto& tcp_layer = beast::get_lowest_layer(conn->stream);

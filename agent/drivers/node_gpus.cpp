@@ -1,5 +1,7 @@
 #include "agent/drivers/node_gpus.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -20,6 +22,11 @@ namespace nvdra::drivers {
 NodeGpus::NodeGpus(boost::asio::any_io_executor ex, runtime::WorkerPool& workers, const config::Options& options)
     : ex_(std::move(ex)), workers_(workers), options_(options) {}
 NodeGpus::~NodeGpus() = default;
+
+void NodeGpus::prefetch() {
+  boost::asio::co_spawn(
+      ex_, [this]() -> boost::asio::awaitable<void> { static_cast<void>(co_await get()); }, boost::asio::detached);
+}
 
 boost::asio::awaitable<Result<std::shared_ptr<DiscoveredGpus>>> NodeGpus::get() {
   while (opening_) {

@@ -32,6 +32,9 @@ class NodeGpus {
   NodeGpus(boost::asio::any_io_executor ex, runtime::WorkerPool& workers, const config::Options& options);
   ~NodeGpus();
   boost::asio::awaitable<Result<std::shared_ptr<DiscoveredGpus>>> get();
+  // Starts the lookup now, without a caller: NVML's open and discovery are the longest step of a
+  // start, and the drivers ask only after creating their API clients. A failure is not kept.
+  void prefetch();
 
  private:
   boost::asio::any_io_executor ex_;

@@ -56,6 +56,7 @@ class Sides:
         The end is the event's own time (the double's reply), not when this process polled it: the
         observers' latency (Python, a few ms) is the same for both sides and is not what is measured."""
         n = self.node
+        self.wait_quiet()
         n.api.delete_matching("resource.k8s.io/v1", "resourceslices", "")
         n.api._call("POST", "/admin/requests/reset")
         t0 = time.time()
@@ -78,6 +79,15 @@ class Sides:
                    if r["method"] in ("POST", "PUT") and "/resourceslices" in r["path"] and r["status"] < 300]
         ready_ms = (max(registered + written) - t0) * 1000
         return ready_ms, len(self.api_requests())
+
+    def wait_quiet(self, timeout=30):
+        """Until the double serves no watch of the side that ran before: a start begins on a node where
+        nothing of the other side is still being torn down."""
+        deadline = time.monotonic() + timeout
+        while self.node.api._call("GET", "/admin/watches")["open"]:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the previous side's watches are still open")
+            time.sleep(0.01)  # the double's handler threads end as the stopped side's sockets close
 
     def wait_slices(self, timeout=60):
         """Until both drivers have slices on the node, re-checked at each write to the double (no
