@@ -23,10 +23,8 @@ class SharedServerFacts {
 
   std::shared_ptr<k8s::ServerFacts> get(boost::asio::any_io_executor ex, std::shared_ptr<k8s::ApiServer> api) {
     if (!facts_) {
-      facts_ = std::make_shared<k8s::ServerFacts>(
-          std::move(ex), std::move(api),
-          k8s::ServerFactsOptions{node_name_, std::chrono::milliseconds(500), std::chrono::milliseconds(30000),
-                                  kReuseFor});
+      facts_ = std::make_shared<k8s::ServerFacts>(std::move(ex), std::move(api),
+                                                  k8s::ServerFactsOptions{.node_name = node_name_, .reuse_for = kReuseFor});
     }
     return facts_;
   }
