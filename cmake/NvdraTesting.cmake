@@ -9,16 +9,18 @@ function(nvdra_add_gtest name)
                        ENVIRONMENT "NVDRA_SOURCE_DIR=${CMAKE_SOURCE_DIR};NVDRA_BINARY_DIR=${CMAKE_BINARY_DIR}")
 endfunction()
 
-# nvdra_add_pytest(NAME SCRIPT path.py [LABELS l] [TIMEOUT s])
+# nvdra_add_pytest(NAME SCRIPT path.py [LABELS l] [TIMEOUT s] [ARGS unittest arguments, e.g. a class])
 # Process-level tests written with python3's unittest drive the built binaries from outside.
 function(nvdra_add_pytest name)
-  cmake_parse_arguments(T "" "SCRIPT;TIMEOUT" "LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "SCRIPT;TIMEOUT" "LABELS;ARGS" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
   # Run as a script (unittest.main()): 'test' is also the name of Python's own test package.
-  add_test(NAME ${name} COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/${T_SCRIPT} -v
-           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS};process" TIMEOUT ${T_TIMEOUT}
+  # Through run_unittest.py: a run that passed with skipped tests exits 77, so CTest counts it as
+  # skipped (and the suite summary lists why) instead of a plain pass.
+  add_test(NAME ${name} COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test/lib/run_unittest.py
+           ${CMAKE_SOURCE_DIR}/${T_SCRIPT} -v ${T_ARGS} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS};process" TIMEOUT ${T_TIMEOUT} SKIP_RETURN_CODE 77
     ENVIRONMENT "NVDRA_SOURCE_DIR=${CMAKE_SOURCE_DIR};NVDRA_BINARY_DIR=${CMAKE_BINARY_DIR};NVDRA_SANITIZED=${NVDRA_ANY_SANITIZER};PYTHONPATH=${CMAKE_SOURCE_DIR}/test/lib;PYTHONDONTWRITEBYTECODE=1")
 endfunction()

@@ -23,6 +23,8 @@ struct ClientConfig {
   std::string token_file;       // a file re-read when it changes (service-account token rotation)
   double qps = 5;               // --kube-api-qps
   int burst = 10;               // --kube-api-burst
+  // The options that set qps and burst, named in the throttling log line.
+  std::string limit_options = "--kube-api-qps/--kube-api-burst";
   int max_connections = 8;      // concurrent requests (keep-alive connections) per client; watches not counted
   std::string user_agent;       // defaults to default_user_agent()
   std::chrono::seconds request_timeout{30};

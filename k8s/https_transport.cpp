@@ -17,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/base/log.hpp"
 #include "k8s/cancellation.hpp"
 #include "k8s/tls_context.hpp"
 #include "k8s/watch_decoder.hpp"
@@ -168,12 +169,18 @@ awaitable<void> HttpsTransport::sleep(std::chrono::milliseconds d) {
   co_await timer.async_wait(use_awaitable);
 }
 
-awaitable<void> HttpsTransport::wait_for_limiter() {
+awaitable<void> HttpsTransport::wait_for_limiter(http::verb verb, std::string_view target) {
   const auto delay = limiter_.reserve(RateLimiter::Clock::now());
-  if (delay > RateLimiter::Clock::duration::zero()) {
-    asio::steady_timer timer(ex_, delay);
-    co_await timer.async_wait(use_awaitable);
-  }
+  if (delay <= RateLimiter::Clock::duration::zero()) co_return;
+  asio::steady_timer timer(ex_, delay);
+  co_await timer.async_wait(use_awaitable);
+  // As client-go says it ("Waited for … due to client-side throttling"): at debug always, at info
+  // past client-go's extraLongThrottleLatency (1 s), naming the options that set the limit.
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(delay).count();
+  nvdra::logger("k8s")->log(ms > 1000 ? spdlog::level::info : spdlog::level::debug,
+                            "waited {} ms due to client-side throttling ({}: qps {}, burst {}), request: {} {}", ms,
+                            config_.limit_options, config_.qps, config_.burst, std::string_view(http::to_string(verb)),
+                            target);
 }
 
 awaitable<ApiResult<std::unique_ptr<HttpsTransport::Conn>>> HttpsTransport::connect() {
@@ -245,7 +252,7 @@ awaitable<ApiResult<HttpResponse>> HttpsTransport::exchange_in_slot(HttpMethod m
   bool auth_retried = false;
   int throttled = 0;
   for (int attempt = 0;; ++attempt) {
-    co_await wait_for_limiter();
+    co_await wait_for_limiter(to_verb(method), target);
     std::unique_ptr<Conn> conn;
     if (!idle_.empty()) {
       conn = std::move(idle_.back());
@@ -304,7 +311,7 @@ awaitable<ApiResult<HttpResponse>> HttpsTransport::exchange_in_slot(HttpMethod m
 awaitable<ApiResult<std::unique_ptr<WatchStream>>> HttpsTransport::open_watch(std::string target,
                                                                               std::size_t max_event_bytes,
                                                                               std::chrono::seconds timeout) {
-  co_await wait_for_limiter();
+  co_await wait_for_limiter(http::verb::get, target);
   auto made = co_await connect();
   if (!made) co_return made.error();
   auto conn = std::move(*made);

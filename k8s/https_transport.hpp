@@ -5,12 +5,14 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <boost/asio/steady_timer.hpp>
+#include <boost/beast/http/verb.hpp>
 
 #include <chrono>
 #include <deque>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/base/result.hpp"
@@ -63,7 +65,7 @@ class HttpsTransport {
  private:
   HttpsTransport(boost::asio::any_io_executor ex, ClientConfig config);
   boost::asio::awaitable<ApiResult<std::unique_ptr<Conn>>> connect();
-  boost::asio::awaitable<void> wait_for_limiter();
+  boost::asio::awaitable<void> wait_for_limiter(boost::beast::http::verb verb, std::string_view target);
   boost::asio::awaitable<void> acquire_slot();
   void release_slot();
   void wake_if_free();

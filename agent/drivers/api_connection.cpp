@@ -15,10 +15,11 @@ bool api_server_configured(const config::Options& options) {
 
 namespace {
 
-Result<std::shared_ptr<k8s::ApiServer>> connect(RunContext& ctx, double qps, int burst) {
+Result<std::shared_ptr<k8s::ApiServer>> connect(RunContext& ctx, double qps, int burst, const char* limit_options) {
   const auto& o = ctx.options;
   auto cfg = k8s::load_client_config(o.kubeconfig, qps, burst);
   if (!cfg) return cfg.error();
+  cfg->limit_options = limit_options;
   auto api = k8s::HttpsApiServer::create(ctx.executor, std::move(*cfg));
   if (!api) return api.error();
   // Every request is counted for the metrics page (nvdra_api_*).
@@ -28,11 +29,12 @@ Result<std::shared_ptr<k8s::ApiServer>> connect(RunContext& ctx, double qps, int
 }  // namespace
 
 Result<std::shared_ptr<k8s::ApiServer>> connect_api_server(RunContext& ctx) {
-  return connect(ctx, ctx.options.kube_api_qps, ctx.options.kube_api_burst);
+  return connect(ctx, ctx.options.kube_api_qps, ctx.options.kube_api_burst, "--kube-api-qps/--kube-api-burst");
 }
 
 Result<std::shared_ptr<k8s::ApiServer>> connect_claim_reader(RunContext& ctx) {
-  return connect(ctx, ctx.options.claim_read_qps, ctx.options.claim_read_burst);
+  return connect(ctx, ctx.options.claim_read_qps, ctx.options.claim_read_burst,
+                 "--claim-read-qps/--claim-read-burst");
 }
 
 }  // namespace nvdra::drivers

@@ -14,7 +14,10 @@ gpu_claims.py. Every figure is printed for each side with the ratio upstream / n
   (QPS and burst 1000 on every client); 64 concurrent prepares per round at equal limits, and the floor under
   such a round: 64 concurrent claim GETs against the double (Python threads, one connection each);
   idle RSS and PSS (upstream: both plugins summed); RSS after --cycles prepare/unprepare cycles;
-  stripped binary sizes; API requests from start to ready, and over --idle-seconds idle (writes counted apart).
+  stripped binary sizes, and with the shared libraries each needs beyond a Debian base system (footprint.py;
+  upstream's Go binaries are self-contained), and the OCI image archive when contrib/image/build-oci.sh made one
+  (upstream's image cannot be pulled here: n/a); fsyncs per cycle (strace, in packages.txt; n/a without);
+  API requests from start to ready, and over --idle-seconds idle (writes counted apart).
 
     sudo bench/scenario/versus_upstream.py [--build-dir build] [--upstream-dir DIR] [--idle-seconds 60] [--json F]
 """
@@ -32,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(TOP, "test", "lib"))
 from gpu_claims import fsyncs_during, pct  # noqa: E402  (the same strace count and percentiles as the nvdra-only bench)
+import footprint  # noqa: E402
 EQUAL = 1000  # QPS and burst for every client in the equal-limits phases
 NVDRA_GATES = "TimeSlicingSettings=true,MPSSupport=true,HostManagedIMEXDaemon=true"
 
@@ -205,9 +209,15 @@ def main():
         fig["floor"] = {"round64_claim_reads_us": claim_read_floor(node, claims, args.batches),
                         "one_claim_read_us": claim_read_floor(node, claims[:1], args.single),
                         "durable_write_us": durable_write_us(node.dirs.plugins, args.single)}
-        fig["nvdra"]["binary_bytes"] = [stripped_size(os.path.join(args.build_dir, "agent", "nvdra-agent"))]
-        fig["upstream"]["binary_bytes"] = [sum(stripped_size(os.path.join(args.upstream_dir, um.PROGRAM[d]))
-                                               for d in (um.GPU, um.CD))]
+        agent = [os.path.join(args.build_dir, "agent", "nvdra-agent")]
+        plugins = [os.path.join(args.upstream_dir, um.PROGRAM[d]) for d in (um.GPU, um.CD)]
+        for which, binaries in (("nvdra", agent), ("upstream", plugins)):
+            stripped = sum(stripped_size(b) for b in binaries)
+            fig[which]["binary_bytes"] = [stripped]
+            fig[which]["footprint_bytes"] = [stripped + footprint.beyond_base_bytes(binaries)]
+        # Upstream's image cannot be pulled here (no registry): its row says n/a.
+        fig["nvdra"]["image_bytes"] = [footprint.image_bytes(TOP)]
+        fig["upstream"]["image_bytes"] = [None]
     finally:
         if sides.up:
             sides.up.cleanup()
@@ -324,9 +334,11 @@ def summarize(fig, args):
     rows = []
 
     def row(name, unit, fn, key, ukey=None):
-        a, b = fn(n[key]), fn(u[ukey or key])
-        rows.append({"figure": name, "unit": unit, "nvdra": round(a, 2), "upstream": round(b, 2),
-                     "ratio": round(b / a, 2) if a else None})
+        # A figure that could not be measured (strace missing, no image) is n/a, never 0.
+        a, b = (fn(v) if v and v[0] is not None else None for v in (n[key], u[ukey or key]))
+        rows.append({"figure": name, "unit": unit, "nvdra": "n/a" if a is None else round(a, 2),
+                     "upstream": "n/a" if b is None else round(b, 2),
+                     "ratio": round(b / a, 2) if a and b is not None else None})
 
     med = statistics.median
     row("start -> registered + slices published, warm (p50)", "ms", med, "start_ms_warm")
@@ -340,7 +352,10 @@ def summarize(fig, args):
     row("idle PSS (upstream: both plugins)", "MB", lambda v: med(v) / 1024, "idle_pss_kb")
     row(f"RSS after {args.cycles} cycles", "MB", lambda v: v[0] / 1024, "rss_after_cycles_kb")
     row("stripped binaries", "MB", lambda v: v[0] / 1e6, "binary_bytes")
-    row("fsyncs per prepare + unprepare (GPU plugin)", "n", lambda v: v[0] or 0, "fsyncs_per_prepare_unprepare")
+    row("stripped binaries + shared libraries beyond a Debian base system", "MB", lambda v: v[0] / 1e6,
+        "footprint_bytes")
+    row("OCI image archive", "MB", lambda v: v[0] / 1e6, "image_bytes")
+    row("fsyncs per prepare + unprepare (GPU plugin)", "n", lambda v: v[0], "fsyncs_per_prepare_unprepare")
     row("API requests, start to ready (p50)", "n", med, "requests_to_ready")
     row(f"API requests over {args.idle_seconds:g} s idle", "n", lambda v: v[0], "idle_requests")
     row(f"API writes over {args.idle_seconds:g} s idle", "n", lambda v: v[0], "idle_writes")

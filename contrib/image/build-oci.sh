@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Builds the nvdra-agent OCI image with no container engine and no registry: a Debian 12 (bookworm)
-# minbase rootfs from Debian's mirror (debootstrap) with the runtime libraries the built binaries
-# link against, the binaries copied in, packed as an OCI image layout with umoci and tarred.
+# minbase rootfs from the machine's Debian mirror (contrib/image/minbase-rootfs.sh: debootstrap,
+# cached) with the runtime libraries the built binaries link against, the binaries copied in, packed
+# as an OCI image layout with umoci and tarred.
 #
 #   contrib/image/build-oci.sh [OUT_DIR]     (root; needs debootstrap, umoci and the mirror)
 # Env: NVDRA_BUILD_DIR (default build/, must hold agent/nvdra-agent and agent/ctl/nvdractl),
-#      DEBIAN_MIRROR (default http://deb.debian.org/debian), NVDRA_IMAGE_TAG (default 0.1.0).
+#      DEBIAN_MIRROR (default: the machine's apt mirror), NVDRA_IMAGE_TAG (default 0.1.0).
 # Result: OUT_DIR/oci (image layout, tag NVDRA_IMAGE_TAG) and OUT_DIR/nvdra-agent-<tag>.oci.tar,
 # loadable with `skopeo copy oci-archive:… docker://…` or `podman load -i …`.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(realpath -m "${1:-$top/build-image}")
 build=$(realpath -m "${NVDRA_BUILD_DIR:-$top/build}")
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 tag=${NVDRA_IMAGE_TAG:-0.1.0}
 agent=$build/agent/nvdra-agent
 ctl=$build/agent/ctl/nvdractl
@@ -35,7 +35,7 @@ echo "runtime packages: $packages"
 rm -rf "$out"
 mkdir -p "$out"
 rootfs=$out/rootfs
-debootstrap --variant=minbase --include="$packages" bookworm "$rootfs" "$mirror"
+"$top/contrib/image/minbase-rootfs.sh" "$rootfs" "$packages"
 install -D -m 0755 "$agent" "$rootfs/usr/sbin/nvdra-agent"
 install -D -m 0755 "$ctl" "$rootfs/usr/bin/nvdractl"
 # Nothing in the image needs the package manager's caches.
@@ -46,7 +46,10 @@ umoci new --image "$out/oci:$tag"
 umoci unpack --image "$out/oci:$tag" "$out/bundle"
 cp -a "$rootfs/." "$out/bundle/rootfs/"
 umoci repack --image "$out/oci:$tag" "$out/bundle"
+# The DaemonSet runs `command: ["nvdra-agent"]` privileged: the name resolves through the image's PATH,
+# and the agent runs as root (device nodes, sysfs, kubelet's plugin directories).
 umoci config --image "$out/oci:$tag" --config.entrypoint /usr/sbin/nvdra-agent \
+  --config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --config.user 0:0 \
   --config.label org.opencontainers.image.title=nvdra-agent \
   --config.label org.opencontainers.image.licenses=Apache-2.0 \
   --config.label "org.opencontainers.image.version=$tag"

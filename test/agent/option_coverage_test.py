@@ -1,6 +1,7 @@
 """No silent no-ops: walks nvdra-agent's option table and gate list (`--dump-options-json`) against
 the reviewed table test/agent/option_coverage.txt. Every option, gate and gate variable must name a
-CTest test that shows its effect (and that test must exist), or a value the agent refuses at start:
+CTest test that shows its effect (that test must exist and name what it is cited for: the option, one of
+its variables, or the gate), or a value the agent refuses at start:
 exit 2, one line naming it, through the flag, every environment variable and the config file; the
 flag form of that line must be shown in README.md. Upstream deployment settings nvdra ignores must
 be listed as ignored in --help."""
@@ -38,10 +39,35 @@ def read_table():
     return entries, awaiting
 
 
-def ctest_names():
-    out = subprocess.run([shutil.which("ctest") or "ctest", "--test-dir", BIN, "-N"], capture_output=True,
-                         text=True, check=True, timeout=120).stdout
-    return set(re.findall(r"^\s*Test\s+#\d+: (\S+)$", out, re.M))
+def ctest_tests():
+    """{CTest name: its command line} of the build tree (`ctest --show-only=json-v1`)."""
+    out = subprocess.run([shutil.which("ctest") or "ctest", "--test-dir", BIN, "--show-only=json-v1"],
+                         capture_output=True, text=True, check=True, timeout=120).stdout
+    return {t["name"]: t.get("command", []) for t in json.loads(out)["tests"]}
+
+
+def gtest_body(name):
+    """The source text of the GoogleTest `Suite.Name` (from its TEST line to the next), or None."""
+    suite, _, test = name.partition(".")
+    head = re.compile(rf"^TEST(_F|_P)?\(\s*{re.escape(suite)}\s*,\s*{re.escape(test)}\s*\)", re.M)
+    for folder, _, files in os.walk(os.path.join(SRC, "test")):
+        for file in (f for f in files if f.endswith(".cpp")):
+            with open(os.path.join(folder, file)) as f:
+                text = f.read()
+            m = head.search(text)
+            if m:
+                rest = re.search(r"^TEST(_F|_P)?\(", text[m.end():], re.M)
+                return text[m.start():m.end() + rest.start()] if rest else text[m.start():]
+    return None
+
+
+def test_text(name, command):
+    """What a cited test does, as text: the Python script it runs, or the GoogleTest's body."""
+    scripts = [a for a in command if a.endswith(".py") and not a.endswith("run_unittest.py")]
+    if scripts:
+        with open(scripts[0]) as f:
+            return f.read()
+    return gtest_body(name)
 
 
 def run_agent(args, env=None):
@@ -80,13 +106,32 @@ class OptionCoverage(unittest.TestCase):
         self.assertEqual(sorted(set(self.entries) - surface), [], "option_coverage.txt names things the agent lacks")
 
     def test_every_named_test_exists(self):
-        names = ctest_names()
+        names = set(ctest_tests())
         self.assertGreater(len(names), 100)
         missing = sorted({w for ev in self.entries.values() for w in ev
                           if w != "ignored" and not w.startswith("refuse=") and w not in names} - self.awaiting)
         self.assertEqual(missing, [], "option_coverage.txt names tests that `ctest -N` does not list")
         arrived = sorted(self.awaiting & names)
         self.assertEqual(arrived, [], "these tests exist now: drop them from the 'awaiting' line")
+
+    def spellings(self, kind, name):
+        """The words a test that sets this uses: the option (flag and file key) and its variables, the
+        gate, or the variable."""
+        if kind == "option":
+            option = next(o for o in self.dump["options"] if o["name"] == name)
+            return [name, *option["envs"]]
+        return [name]
+
+    def test_every_named_test_sets_what_it_is_cited_for(self):
+        tests = ctest_tests()
+        silent = []
+        for (kind, name), evidence in sorted(self.entries.items()):
+            for cited in (w for w in evidence if w in tests):
+                text = test_text(cited, tests[cited])
+                if text is None or not any(word in text for word in self.spellings(kind, name)):
+                    silent.append(f"{kind} {name}: {cited}")
+        self.assertEqual(silent, [], "these cited tests never name what they are cited for (set it through the "
+                                     "agent's flag, environment or config file, or cite another test)")
 
     def test_ignored_options_are_exactly_those_help_lists_as_ignored(self):
         flagged = {o["name"] for o in self.dump["options"] if o["ignored"]}

@@ -12,8 +12,9 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import unittest
+
+from prerequisites import exit_if_missing
 
 SRC = os.path.abspath(os.environ.get("NVDRA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")))
 BIN = os.path.abspath(os.environ.get("NVDRA_BINARY_DIR", os.path.join(SRC, "build")))
@@ -64,7 +65,5 @@ class SimdjsonAbi(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if not os.path.exists(os.path.join(BIN, ".ninja_deps")):
-        print("simdjson_abi_test: not a Ninja build tree (no deps log); skipped")
-        sys.exit(77)
+    exit_if_missing(os.path.exists(os.path.join(BIN, ".ninja_deps")), f"a Ninja build tree at {BIN} (its deps log)")
     unittest.main()

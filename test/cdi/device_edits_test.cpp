@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "test/cdi/fake_driver_root.hpp"
+#include "test/support/prerequisite.hpp"
 
 namespace nvdra::cdi {
 namespace {
@@ -46,7 +47,7 @@ TEST(DeviceEdits, NodesThatAreCharacterDevicesAreStatedAsNvcdiWritesThem) {
   testing::FakeDriverRoot fake(testing::FakeDriverOptions{.char_devices = true});
   struct stat st {};
   ASSERT_EQ(::stat((fake.host_root() + "/dev/nvidia1").c_str(), &st), 0);
-  if (!S_ISCHR(st.st_mode)) GTEST_SKIP() << "mknod not permitted here";
+  NVDRA_REQUIRE_PREREQUISITE(S_ISCHR(st.st_mode), "mknod of character devices (root)");
   auto e = gpu_edits(GpuDevice{1, ""}, HostView{fake.host_root(), "/", fake.host_root()});
   const auto& n = e.device_nodes.at(0);
   EXPECT_EQ(n.major, 195);

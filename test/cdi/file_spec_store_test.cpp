@@ -12,6 +12,7 @@
 #include "cdi/naming.hpp"
 #include "cdi/spec_builder.hpp"
 #include "test/cdi/fake_driver_root.hpp"
+#include "test/support/prerequisite.hpp"
 
 namespace nvdra::cdi {
 namespace {
@@ -111,7 +112,7 @@ TEST(FileSpecStore, ABatchOfClaimsSyncsTheDirectoryOnce) {
 
 TEST(FileSpecStore, OnTmpfsAsVarRunCdiIsTheStoreKnowsItsFilesAreInMemoryAndStillWritesAtomically) {
   struct stat st {};
-  if (::stat("/dev/shm", &st) != 0) GTEST_SKIP() << "no /dev/shm here";
+  NVDRA_REQUIRE_PREREQUISITE(::stat("/dev/shm", &st) == 0, "/dev/shm");
   char tmpl[] = "/dev/shm/nvdra-cdi-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;

@@ -1,12 +1,13 @@
 """Renders the shipped kustomize overlays (contrib/kubernetes/overlays/<name>) with `kubectl kustomize`,
 as an operator would apply them. Without kubectl a test is skipped, except in CI (CI=true), where the
-manifests must be checked: there a missing kubectl fails the test."""
+manifests must be checked: there a missing kubectl fails the test (prerequisites.py)."""
 import os
 import shutil
 import subprocess
-import unittest
 
 import yaml
+
+from prerequisites import require
 
 SOURCE_DIR = os.environ.get("NVDRA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 KUSTOMIZE_DIR = os.path.join(SOURCE_DIR, "contrib", "kubernetes")
@@ -14,13 +15,8 @@ OVERLAYS = ("gpu-only", "gpu-host-managed-imex")
 
 
 def require_kubectl():
-    """Raises SkipTest without kubectl, or AssertionError when CI=true (CI must render the manifests)."""
-    if shutil.which("kubectl"):
-        return
-    if os.environ.get("CI") == "true":
-        raise AssertionError("kubectl (with kustomize) is required in CI to render contrib/kubernetes; "
-                             "it is missing from PATH")
-    raise unittest.SkipTest("kubectl (with kustomize) is not installed")
+    """A skip without kubectl, or a failure in CI (CI=true), where the manifests must be rendered."""
+    require(shutil.which("kubectl"), "kubectl (with kustomize) on PATH", "needed to render contrib/kubernetes")
 
 
 def render(overlay):

@@ -32,6 +32,7 @@ import yaml
 from gpu_node import CD, GPU, SimulatedNode  # noqa: F401  (re-exported for the tests)
 from kubelet_double import KubeletDouble
 from nvdra_testlib import MOCK_NVML
+from prerequisites import exit_if_missing, requires
 
 BINARIES = ("gpu-kubelet-plugin", "compute-domain-kubelet-plugin", "pb2json-proxy")
 SKIP_REASON = ("upstream parity not run: NVDRA_UPSTREAM_DIR is not set to the unpacked upstream plugins "
@@ -61,6 +62,17 @@ def skip_reason():
     if os.geteuid() != 0:
         return "upstream parity not run: needs root (mknod, mount namespaces)"
     return f"upstream parity not run: NVDRA_UPSTREAM_DIR={d} lacks one of {', '.join(BINARIES)}"
+
+
+# Class decorator for the parity tests: without upstream's binaries (or root) a skip outside CI and
+# a failure naming what is missing in CI (test/lib/prerequisites.py).
+needs_upstream = requires(lambda: upstream_dir() is not None, skip_reason,
+                          "contrib/dev/test unpacks ../shared/upstream when it exists")
+
+
+def exit_without_upstream():
+    """For a parity script's __main__: nothing in it can run without upstream (77 outside CI, 1 in CI)."""
+    exit_if_missing(upstream_dir() is not None, skip_reason())
 
 
 def upstream_node(profile="dgx-a100", **kwargs):

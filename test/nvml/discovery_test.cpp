@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "test/nvml/mock_nvml.hpp"
+#include "test/support/prerequisite.hpp"
 
 namespace nvdra::nvml {
 namespace {
@@ -151,7 +152,7 @@ TEST(Discovery, ABadProfileFailsTheLoadNamingTheFileGpuAndField) {
 TEST(Discovery, AMissingLibraryNamesEveryPathSearched) {
   MockNvml mock("l4");
   auto lib = open_nvml(LoadOptions{"", mock.dir()});
-  if (lib.ok()) GTEST_SKIP() << "a real libnvidia-ml.so.1 is on the loader path here";
+  NVDRA_REQUIRE_PREREQUISITE(!lib.ok(), "no real libnvidia-ml.so.1 on the loader path (this one is found first)");
   const std::string msg = lib.error().message;
   EXPECT_NE(msg.find(mock.dir() + "/usr/lib64/libnvidia-ml.so.1"), std::string::npos) << msg;
   EXPECT_NE(msg.find("dynamic loader search path"), std::string::npos) << msg;

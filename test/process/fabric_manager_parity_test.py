@@ -6,10 +6,9 @@ the parity check of what others read: the same partition attributes and the same
 form no partition. Runs where NVDRA_UPSTREAM_DIR names upstream's binaries and as root (skips else)."""
 import os
 import shlex
-import sys
 import unittest
 
-from upstream_node import UpstreamPlugins, skip_reason, upstream_dir, upstream_node
+from upstream_node import UpstreamPlugins, exit_without_upstream, needs_upstream, upstream_node
 from fabric_manager_test import BOARD_5678, MOCK_FM, PROFILE, fabric_node, fm_state
 
 GATES = "FabricManagerPartitioning=true"
@@ -33,7 +32,7 @@ def fm_attributes(devices):
     return {name: {k: v for k, v in d["attributes"].items() if k in FM_KEYS} for name, d in devices.items()}
 
 
-@unittest.skipUnless(upstream_dir(), skip_reason())
+@needs_upstream
 class FabricManagerParity(unittest.TestCase):
     def test_upstream_and_nvdra_agree_on_attributes_activation_and_the_mismatch_error(self):
         ours = fabric_node(GATES)
@@ -78,7 +77,5 @@ class FabricManagerParity(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if not upstream_dir():
-        print(skip_reason())
-        sys.exit(77)  # CTest's SKIP_RETURN_CODE for this test
+    exit_without_upstream()
     unittest.main()

@@ -21,6 +21,7 @@ import yaml
 
 from gpu_node import CD, GPU, SimulatedNode, gpu_config
 from podman_runtime import PodmanRuntime, podman_binary
+import prerequisites
 
 
 def missing_requirements():
@@ -89,10 +90,7 @@ class PodmanCdi(unittest.TestCase):
     def setUp(self):
         missing = missing_requirements()
         if missing:
-            message = "podman CDI check needs " + ", ".join(missing)
-            if os.environ.get("CI") == "true":
-                self.fail(message + " (CI=true: install it, see contrib/dev/packages.txt)")
-            self.skipTest(message)
+            prerequisites.missing(", ".join(missing), "the podman CDI check; see contrib/dev/packages.txt")
         self.tmp = tempfile.TemporaryDirectory(prefix="nvdra-podman-")
         self.addCleanup(self.tmp.cleanup)
         self.podman = PodmanRuntime(os.path.join(self.tmp.name, "podman"))

@@ -2,15 +2,14 @@
 mock profile the ResourceSlices are equal, the same claims get equal kubelet answers and equivalent CDI
 edits, and either side takes over the other's checkpoint and leaves no file behind. Runs where
 NVDRA_UPSTREAM_DIR names the unpacked upstream binaries (shared/upstream/unpack DIR) and the test runs as
-root; skips with one line elsewhere.
+root; elsewhere it skips with one line, and in CI (CI=true) it fails naming what is missing.
 
 Deliberate differences (README "Side by side with upstream") are asserted as exactly that difference."""
-import sys
 import unittest
 
 from cdi_edits import claim_edits
 from gpu_node import CD, GPU, gpu_config
-from upstream_node import UpstreamPlugins, skip_reason, upstream_dir, upstream_node
+from upstream_node import UpstreamPlugins, exit_without_upstream, needs_upstream, upstream_node
 
 PROFILES = ("dgx-a100", "hgx-h100", "gb200-nvl", "l4")
 NVDRA_GATES = "TimeSlicingSettings=true,MPSSupport=true,HostManagedIMEXDaemon=true"
@@ -37,7 +36,7 @@ def new_node(profile):
     return upstream_node(profile, gates=NVDRA_GATES, args=list(NVDRA_ARGS))
 
 
-@unittest.skipUnless(upstream_dir(), skip_reason())
+@needs_upstream
 class SlicesPerProfile(unittest.TestCase):
     """Each profile: nvdra publishes, stops and its slices go; upstream publishes on the same node."""
 
@@ -93,7 +92,7 @@ def ids_of(answer):
     return [i for d in answer["devices"] for i in d["cdi_device_ids"]]
 
 
-@unittest.skipUnless(upstream_dir(), skip_reason())
+@needs_upstream
 class ClaimParity(unittest.TestCase):
     """The same claims on dgx-a100 (whole GPUs and MIG devices) prepared by each side in turn; every
     answer and the edits its ids resolve to are kept for the assertions."""
@@ -153,7 +152,7 @@ class ClaimParity(unittest.TestCase):
         self.assertEqual(claim_files("nvdra"), claim_files("upstream"))
 
 
-@unittest.skipUnless(upstream_dir(), skip_reason())
+@needs_upstream
 class ImexChannelParity(unittest.TestCase):
     """A host-managed IMEX channel claim (both sides: --imex-mode=hostManaged, gate HostManagedIMEXDaemon) on
     dgx-a100, a node without an NVLink clique (on gb200-nvl upstream waits for the host's IMEX daemon at
@@ -242,7 +241,7 @@ class Side:
 
 
 
-@unittest.skipUnless(upstream_dir(), skip_reason())
+@needs_upstream
 class CheckpointTakeOver(unittest.TestCase):
     """One side prepares a whole GPU and a MIG device and stops; the other starts on the same plugins
     directory and unprepares them: its unprepare succeeds and nothing of the claims is left."""
@@ -284,7 +283,5 @@ class CheckpointTakeOver(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if not upstream_dir():
-        print(skip_reason())
-        sys.exit(77)  # CTest's SKIP_RETURN_CODE for this test
+    exit_without_upstream()
     unittest.main()

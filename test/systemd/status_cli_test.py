@@ -11,6 +11,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from private_dbus import PrivateDbus, read_line  # noqa: E402
+from prerequisites import require  # noqa: E402
 
 SRC = os.environ.get("NVDRA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.environ.get("NVDRA_BINARY_DIR", os.path.join(SRC, "build"))
@@ -134,13 +135,13 @@ class StatusServiceOverDbus(unittest.TestCase):
         devices = json.loads(self.ctl("devices", "-o", "json").stdout)
         self.assertEqual(devices[0]["health"], "unhealthy")
 
-    @unittest.skipUnless(IS_ROOT, "needs root to create throwaway users for the group check")
     def test_a_group_member_may_read(self):
+        require(IS_ROOT, "root", "to create throwaway users for the group check")
         out = self.ctl("status", user=MEMBER)
         self.assertEqual(out.returncode, 0, out.stderr)
 
-    @unittest.skipUnless(IS_ROOT, "needs root to create throwaway users for the group check")
     def test_a_user_outside_the_group_is_refused(self):
+        require(IS_ROOT, "root", "to create throwaway users for the group check")
         out = self.ctl("status", user=OUTSIDER)
         self.assertEqual(out.returncode, 4, out.stdout + out.stderr)
         self.assertIn("access denied", out.stderr)

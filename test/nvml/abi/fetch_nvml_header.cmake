@@ -1,5 +1,6 @@
-# Fetches NVIDIA's nvml.h from Debian's non-free libnvidia-ml-dev into the build tree, without
-# touching the machine's apt configuration: a private sources list, lists and cache directory.
+# Fetches NVIDIA's nvml.h from Debian's non-free libnvidia-ml-dev into the build tree, from the
+# Debian mirror the machine's apt is configured with (contrib/dev/debian-mirror), without touching
+# the machine's apt state: a private sources list, lists and cache directory.
 # Sets NVDRA_NVML_HEADER_DIR (empty when the package cannot be had, e.g. offline) and
 # NVDRA_NVML_HEADER_WHY.
 set(_root ${CMAKE_BINARY_DIR}/nvml-header)
@@ -15,9 +16,15 @@ if(NOT _apt_get OR NOT _dpkg_deb)
   set(NVDRA_NVML_HEADER_WHY "apt-get or dpkg-deb is not installed")
   return()
 endif()
+execute_process(COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/contrib/dev/debian-mirror --sources-line non-free
+                OUTPUT_VARIABLE _line ERROR_VARIABLE _err RESULT_VARIABLE _rc OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT _rc EQUAL 0)
+  string(STRIP "${_err}" _err)
+  set(NVDRA_NVML_HEADER_WHY "no Debian mirror in this machine's apt sources: ${_err}")
+  return()
+endif()
 file(MAKE_DIRECTORY ${_root}/lists/partial ${_root}/archives/partial ${_root}/cache)
-file(WRITE ${_root}/sources.list
-     "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm non-free\n")
+file(WRITE ${_root}/sources.list "${_line}\n")
 set(_apt_opts -o Dir::Etc::SourceList=${_root}/sources.list -o Dir::Etc::SourceParts=/dev/null
     -o Dir::State::Lists=${_root}/lists -o Dir::Cache=${_root}/cache -o Dir::Cache::Archives=${_root}/archives
     -o Debug::NoLocking=1 -o APT::Sandbox::User=root -q)
