@@ -76,8 +76,8 @@ class ComputeDomainScenarios(unittest.TestCase):
         self.addCleanup(self.systemd.close)
         self.systemd.set("active", "running")
         self.node = ImexNode(self.bus, profile=self.profile, gates=self.gates,
-                             args=["--controller=false", "--imex-check", self.check, *self.mode_args,
-                                   "--http-endpoint=127.0.0.1:0"])
+                             args=["--controller=false", "--imex-check", self.check, "--imex-isolation=domain",
+                                   *self.mode_args, "--http-endpoint=127.0.0.1:0"])
         self.addCleanup(self.node.cleanup)
         self.node.start()
         cd = self.node.api.put_object({
