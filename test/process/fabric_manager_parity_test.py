@@ -3,7 +3,8 @@ libnvfm.so.1 on the hgx-h100-nvswitch node, with FabricManagerPartitioning: the 
 (and so of nvdra's fm_types.hpp, which both the mock and nvdra's binding are built from) — upstream must
 connect (fmConnectParams_v2), read the table (fmFabricPartitionList_v2) and activate/deactivate — and
 the parity check of what others read: the same partition attributes and the same error for GPUs that
-form no partition. Runs where NVDRA_UPSTREAM_DIR names upstream's binaries and as root (skips else)."""
+form no partition. Runs where NVDRA_UPSTREAM_DIR names upstream's binaries and as root (skips elsewhere,
+fails in CI)."""
 import os
 import shlex
 import unittest
