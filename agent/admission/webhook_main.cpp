@@ -1,6 +1,6 @@
 // nvdra-webhook — the validating admission webhook for ResourceClaims and ResourceClaimTemplates
 // (upstream's cmd/webhook, on prepare's own config decoder). Flags as upstream's webhook where it
-// has them (--tls-cert-file, --tls-private-key-file, --port, --feature-gates), plus the agent's
+// has them (--tls-cert-file, --tls-private-key-file, --port, --feature-gates or env FEATURE_GATES), plus the agent's
 // metrics flags (--http-endpoint, --metrics-path) and --log-level / --log-format.
 // Exit status: 0 after SIGTERM or SIGINT, 1 start-up failure (a named flag or file), 2 usage.
 #include <CLI/CLI.hpp>
@@ -89,8 +89,9 @@ int main(int argc, char** argv) {
   app.add_option("--tls-private-key-file", flags.key_file, "Its private key in PEM; re-read when it changes")->required();
   app.add_option("--port", flags.port, "TLS port to listen on (every interface; 0: any free port)")
       ->check(CLI::Range(0, 65535));
-  app.add_option("--feature-gates", flags.feature_gates, "The agents' feature gates (A=true,B=false): configs are "
-                                                          "checked under them");
+  app.add_option("--feature-gates", flags.feature_gates,
+                 "The agents' feature gates (A=true,B=false): configs are checked under them")
+      ->envname("FEATURE_GATES");
   app.add_option("--http-endpoint", flags.http_endpoint, "Metrics listen address ([host]:port); empty is off");
   app.add_option("--metrics-path", flags.metrics_path, "HTTP path of the metrics");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error");
