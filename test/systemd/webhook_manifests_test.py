@@ -16,11 +16,10 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from kustomize import KUSTOMIZE_DIR, render, require_kubectl  # noqa: E402
+from kustomize import KUSTOMIZE_DIR, WEBHOOK_OVERLAYS, render, require_kubectl  # noqa: E402
 from openapi_validator import OpenApiValidator  # noqa: E402
 
 BINARY_DIR = os.environ.get("NVDRA_BINARY_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
-OVERLAYS = ("gpu-webhook-cert-manager", "gpu-webhook-secret")
 
 
 def one(objs, kind, name=None):
@@ -42,7 +41,8 @@ class WebhookOverlays(unittest.TestCase):
     def setUpClass(cls):
         require_kubectl()  # skips without kubectl, except in CI (CI=true), where it fails
         cls.validator = OpenApiValidator(["api__v1_openapi.json"])
-        cls.rendered = {o: render(o) for o in OVERLAYS}
+        cls.rendered = {o: render(o) for o in WEBHOOK_OVERLAYS}
+        cls.gpu_only = render("gpu-only")
 
     def container(self, objs):
         return one(objs, "Deployment", "nvdra-webhook")["spec"]["template"]["spec"]["containers"][0]
@@ -67,6 +67,11 @@ class WebhookOverlays(unittest.TestCase):
             self.assertEqual(volume["secret"]["secretName"], "nvdra-webhook-tls")
             pdb = one(objs, "PodDisruptionBudget", "nvdra-webhook")
             self.assertEqual(pdb["spec"]["selector"]["matchLabels"], dep["spec"]["selector"]["matchLabels"])
+
+    def test_the_agent_is_gpu_onlys(self):
+        # daemonset_probes_test covers the agent's probes on gpu-only; these overlays must not change it.
+        for overlay, objs in self.rendered.items():
+            self.assertEqual(one(objs, "DaemonSet"), one(self.gpu_only, "DaemonSet"), overlay)
 
     def test_registration_points_at_the_service_as_upstreams(self):
         for overlay, objs in self.rendered.items():
