@@ -49,6 +49,11 @@ class OciImage(unittest.TestCase):
         ctl = subprocess.run(["chroot", rootfs, "/usr/bin/nvdractl", "--version"], capture_output=True, text=True,
                              timeout=60)
         self.assertEqual(ctl.returncode, 0, ctl.stderr)
+        # The admission webhook runs from the same image (contrib/kubernetes/components/webhook).
+        webhook = subprocess.run(["chroot", rootfs, "/usr/sbin/nvdra-webhook", "--version"], capture_output=True,
+                                 text=True, timeout=60)
+        self.assertEqual(webhook.returncode, 0, webhook.stderr)
+        self.assertTrue(webhook.stdout.startswith("nvdra-webhook "))
 
 
 if __name__ == "__main__":
