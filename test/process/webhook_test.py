@@ -7,7 +7,6 @@ connection, no restart) and a broken renewal (the previous certificate stays); t
 import http.client
 import json
 import os
-import queue
 import re
 import shutil
 import signal
@@ -16,17 +15,12 @@ import ssl
 import subprocess
 import sys
 import tempfile
-import threading
 import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from apiserver_double.certs import make_certs  # noqa: E402
 from apiserver_double.outage import fingerprint, new_serving_certificate  # noqa: E402
-from nvdra_testlib import BINARY_DIR, clean_env  # noqa: E402
-
-WEBHOOK = os.path.join(BINARY_DIR, "agent", "admission", "nvdra-webhook")
-PATH = "/validate-resource-claim-parameters"
+from webhook_process import PATH, WebhookProcess  # noqa: E402
 GATES = "TimeSlicingSettings=true,MPSSupport=true,PassthroughSupport=true,FabricTopologySupport=true"
 
 
@@ -59,47 +53,15 @@ BAD = [config("gpu.nvidia.com", "GpuConfig", sharingPolicy="MPS"),
 class Webhook(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not os.path.exists(WEBHOOK):
-            raise AssertionError(f"{WEBHOOK} is not built (cmake --build build --target nvdra-webhook)")
-        if not shutil.which("openssl"):
-            raise AssertionError("the openssl CLI is required to make the test certificates")
         cls.dir = tempfile.mkdtemp(prefix="nvdra-webhook-")
-        cls.ca, cert, key = make_certs(cls.dir)
-        cls.cert, cls.key = os.path.join(cls.dir, "tls.crt"), os.path.join(cls.dir, "tls.key")
-        shutil.copy(cert, cls.cert)
-        shutil.copy(key, cls.key)
-        cls.first_fingerprint = fingerprint(cert)
-        cls.proc = subprocess.Popen(
-            [WEBHOOK, "--tls-cert-file", cls.cert, "--tls-private-key-file", cls.key, "--port", "0",
-             "--http-endpoint", "127.0.0.1:0", "--feature-gates", GATES],
-            env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        lines = queue.Queue()
-        cls.stderr = []
-        threading.Thread(target=cls._drain, args=(lines,), daemon=True).start()
-        while True:
-            try:
-                line = lines.get(timeout=30)
-            except queue.Empty:
-                raise AssertionError("nvdra-webhook did not say it listens within 30 s:\n" + "".join(cls.stderr))
-            if line is None:
-                raise AssertionError("nvdra-webhook exited at start:\n" + "".join(cls.stderr))
-            m = re.search(r"listening on port (\d+) .* metrics on port (\d+)", line)
-            if m:
-                cls.port, cls.metrics_port = int(m.group(1)), int(m.group(2))
-                break
-
-    @classmethod
-    def _drain(cls, lines):
-        for line in cls.proc.stderr:
-            cls.stderr.append(line)
-            lines.put(line)
-        lines.put(None)
+        cls.webhook = WebhookProcess(cls.dir, GATES)
+        cls.proc, cls.port, cls.metrics_port = cls.webhook.proc, cls.webhook.port, cls.webhook.metrics_port
+        cls.ca, cls.cert, cls.key = cls.webhook.ca, cls.webhook.cert, cls.webhook.key
+        cls.first_fingerprint = fingerprint(cls.webhook.first_cert)
 
     @classmethod
     def tearDownClass(cls):
-        if cls.proc.poll() is None:
-            cls.proc.kill()
-            cls.proc.wait()
+        cls.webhook.kill()
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     def tls(self):
