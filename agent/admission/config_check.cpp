@@ -3,6 +3,7 @@
 // which device each will win.
 #include "agent/admission/config_check.hpp"
 
+#include "agent/admission/request_classes.hpp"
 #include "agent/claims/config_resolver.hpp"
 
 namespace nvdra::admission {
@@ -31,7 +32,56 @@ std::string with_field(const std::string& path, const std::string& field) {
   return field.empty() ? path : path + "." + field;
 }
 
-Status collect_one(simdjson::dom::element entry, const std::string& path, std::vector<PlacedConfig>& out) {
+std::string_view driver_of(claims::DeviceType type) {
+  const bool cd = type == claims::DeviceType::kChannel || type == claims::DeviceType::kDaemon;
+  return cd ? claims::kComputeDomainDriverName : claims::kGpuDriverName;
+}
+
+std::string_view kind_for(claims::DeviceType type) {
+  switch (type) {
+    case claims::DeviceType::kGpu: return "GpuConfig";
+    case claims::DeviceType::kMig: return "MigDeviceConfig";
+    case claims::DeviceType::kVfio: return "VfioDeviceConfig";
+    case claims::DeviceType::kChannel: return "ComputeDomainChannelConfig";
+    case claims::DeviceType::kDaemon: return "ComputeDomainDaemonConfig";
+  }
+  return "";
+}
+
+// The requests the config names whose class selects devices of its own driver.
+std::vector<std::pair<std::string, std::string>> named_classes(simdjson::dom::object entry, std::string_view driver,
+                                                               const std::map<std::string, std::string>& classes) {
+  std::vector<std::pair<std::string, std::string>> out;
+  simdjson::dom::array requests;
+  if (entry["requests"].get(requests)) return out;
+  for (auto r : requests) {
+    std::string_view name;
+    if (r.get(name)) continue;
+    const auto it = classes.find(std::string(name));
+    if (it == classes.end()) continue;
+    const auto type = device_type_of_class(it->second);
+    if (type && driver_of(*type) == driver) out.emplace_back(it->first, it->second);
+  }
+  return out;
+}
+
+// Prepare refuses a config naming a request whose devices its kind cannot configure.
+std::optional<ConfigProblem> check_fit(const PlacedConfig& config, const claims::OpaqueConfig& decoded) {
+  for (const auto& [request, device_class] : config.request_classes) {
+    const auto type = *device_type_of_class(device_class);
+    if (kind_fits(decoded, type)) continue;
+    return ConfigProblem{config.path + ".kind",
+                         "object at " + config.path + " is invalid: kind: cannot apply " +
+                             std::string(claims::kind_name(decoded)) + " to request \"" + request +
+                             "\" of device class " + device_class + " (devices of type \"" +
+                             std::string(claims::to_string(type)) + "\", configured by " +
+                             std::string(kind_for(type)) + ")"};
+  }
+  return std::nullopt;
+}
+
+Status collect_one(simdjson::dom::element entry, const std::string& path, const std::map<std::string, std::string>& classes,
+                   std::vector<PlacedConfig>& out) {
   simdjson::dom::object obj;
   if (entry.get(obj)) return shape_error(path, "must be an object");
   simdjson::dom::element opaque;
@@ -45,7 +95,7 @@ Status collect_one(simdjson::dom::element entry, const std::string& path, std::v
   simdjson::dom::element params;
   const std::string params_path = path + ".opaque.parameters";
   if (opaque_obj["parameters"].get(params)) return shape_error(params_path, "is required");
-  out.push_back({params_path, std::string(driver), simdjson::minify(params)});
+  out.push_back({params_path, std::string(driver), simdjson::minify(params), named_classes(obj, driver, classes)});
   return {};
 }
 
@@ -67,9 +117,10 @@ Status collect_configs(simdjson::dom::element spec, const std::string& path, std
   if (devices_obj["config"].get(config) || config.is_null()) return {};
   simdjson::dom::array list;
   if (config.get(list)) return shape_error(path + ".devices.config", "must be an array");
+  const auto classes = request_classes(devices_obj);
   std::size_t i = 0;
   for (auto entry : list) {
-    if (auto s = collect_one(entry, path + ".devices.config[" + std::to_string(i++) + "]", out); !s) return s;
+    if (auto s = collect_one(entry, path + ".devices.config[" + std::to_string(i++) + "]", classes, out); !s) return s;
   }
   return {};
 }
@@ -93,7 +144,7 @@ std::optional<ConfigProblem> check_config(const PlacedConfig& config, const clai
     return ConfigProblem{with_field(config.path, e.field),
                          "object at " + config.path + " is invalid: " + field_prefix + e.message};
   }
-  return std::nullopt;
+  return check_fit(config, *decoded);
 }
 
 std::vector<ConfigProblem> check_configs(const std::vector<PlacedConfig>& configs, const claims::ConfigGates& gates) {

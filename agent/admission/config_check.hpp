@@ -7,6 +7,7 @@
 #include <simdjson.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/base/result.hpp"
@@ -20,6 +21,10 @@ struct PlacedConfig {
   std::string path;
   std::string driver;      // gpu.nvidia.com or compute-domain.nvidia.com
   std::string parameters;  // the raw JSON of opaque.parameters
+  // The requests this config names whose device class is one of the driver's own (gpu.nvidia.com,
+  // mig.nvidia.com, vfio.gpu.nvidia.com, compute-domain-default-channel.nvidia.com,
+  // compute-domain-daemon.nvidia.com): {request, class}. Its kind must fit their devices, as at prepare.
+  std::vector<std::pair<std::string, std::string>> request_classes;
 };
 
 // A refused config: where, and upstream's webhook wording ("error decoding object at <path>: …",
@@ -32,9 +37,9 @@ struct ConfigProblem {
 // Whether `driver` is one nvdra serves (configs of other drivers are never looked at).
 bool is_nvdra_driver(std::string_view driver);
 
-// Appends the configs of nvdra's drivers found in `spec` (a ResourceClaimSpec: {devices: {config:
-// […]}}) to `out`; `path` is the spec's own path ("spec", "spec.spec"). A spec of the wrong shape
-// is an error naming the field (kInvalidArgument); absent devices or config are no configs.
+// Appends the configs of nvdra's drivers found in `spec` (a ResourceClaimSpec: {devices: {requests:
+// […], config: […]}}) to `out`; `path` is the spec's own path ("spec", "spec.spec"). A spec of the
+// wrong shape is an error naming the field (kInvalidArgument); absent devices or config are no configs.
 Status collect_configs(simdjson::dom::element spec, const std::string& path, std::vector<PlacedConfig>& out);
 
 // Decodes, normalizes and validates one config; nullopt when prepare would accept it.

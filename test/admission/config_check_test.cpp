@@ -92,3 +92,42 @@ TEST(ConfigCheck, ASpecOfTheWrongShapeNamesTheField) {
 
 }  // namespace
 }  // namespace nvdra::admission
+
+namespace nvdra::admission {
+namespace {
+
+// A spec whose requests name device classes; one config per (kind, requests).
+std::vector<ConfigProblem> check_spec(std::string_view spec_json) {
+  simdjson::dom::parser parser;
+  std::vector<PlacedConfig> configs;
+  EXPECT_TRUE(collect_configs(parser.parse(spec_json), "spec", configs).ok());
+  return check_configs(configs, claims::ConfigGates{true, true, true, true});
+}
+
+TEST(ConfigCheck, AKindThatCannotConfigureTheRequestsDevicesIsRefusedAsAtPrepare) {
+  const auto problems = check_spec(R"({"devices": {
+    "requests": [{"name": "mig", "exactly": {"deviceClassName": "mig.nvidia.com"}},
+                 {"name": "old", "deviceClassName": "gpu.nvidia.com"},
+                 {"name": "any", "firstAvailable": [{"name": "small", "deviceClassName": "mig.nvidia.com"},
+                                                    {"name": "big", "deviceClassName": "gpu.nvidia.com"}]},
+                 {"name": "mine", "exactly": {"deviceClassName": "example.com-custom-gpus"}},
+                 {"name": "channel", "exactly": {"deviceClassName": "compute-domain-default-channel.nvidia.com"}}],
+    "config": [
+      {"requests": ["mig"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig"}}},
+      {"requests": ["mig", "any/small"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "MigDeviceConfig"}}},
+      {"requests": ["old"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "MigDeviceConfig"}}},
+      {"requests": ["any/big", "mine", "channel"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig"}}},
+      {"requests": ["any/small"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "VfioDeviceConfig"}}},
+      {"opaque": {"driver": "gpu.nvidia.com", "parameters": {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "MigDeviceConfig"}}}
+    ]}})");
+  ASSERT_EQ(problems.size(), 3u);
+  EXPECT_EQ(problems[0].path, "spec.devices.config[0].opaque.parameters.kind");
+  EXPECT_EQ(problems[0].message,
+            "object at spec.devices.config[0].opaque.parameters is invalid: kind: cannot apply GpuConfig to request "
+            "\"mig\" of device class mig.nvidia.com (devices of type \"mig\", configured by MigDeviceConfig)");
+  EXPECT_EQ(problems[1].path, "spec.devices.config[2].opaque.parameters.kind");  // v1beta1's deviceClassName
+  EXPECT_EQ(problems[2].path, "spec.devices.config[4].opaque.parameters.kind");  // a firstAvailable subrequest
+}
+
+}  // namespace
+}  // namespace nvdra::admission

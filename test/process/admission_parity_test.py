@@ -21,6 +21,7 @@ from upstream_node import UpstreamPlugins, skip_reason, upstream_dir, upstream_n
 
 GATES = "TimeSlicingSettings=true,MPSSupport=true"
 DEVICES = {"gpu": ("gpu", "gpu-1"), "mig": ("mig", "gpu-6-mig-1g5gb-19-6")}
+CLASSES = {"gpu": "gpu.nvidia.com", "mig": "mig.nvidia.com"}  # upstream's DeviceClasses (reference §10.3)
 MIG = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "MigDeviceConfig"}
 SEED_FABRIC = {"strategy": "Auto", "partitionSize": 4, "virtualizationModel": "BareMetal", "minBandwidth": 600.0,
                "maxLatency": 0.1, "partitionIDs": ["partition-1"]}
@@ -79,7 +80,7 @@ def validate(corpus):
     """{name: refused?} from `nvdractl validate` over one ResourceClaim per config."""
     docs = [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
              "spec": {"devices": {"requests": [{"name": DEVICES[dev][0],
-                                                "exactly": {"deviceClassName": "gpu.nvidia.com"}}],
+                                                "exactly": {"deviceClassName": CLASSES[dev]}}],
                                   "config": [dict({"opaque": {"driver": GPU, "parameters": params}},
                                                   **({"requests": reqs} if reqs else {}))]}}}
             for name, (dev, params, reqs) in corpus.items()]
