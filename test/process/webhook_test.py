@@ -1,7 +1,7 @@
 """nvdra-webhook over HTTPS, called as the API server calls it: an AdmissionReview POSTed to
 /validate-resource-claim-parameters on a kept-alive TLS connection that trusts the webhook's CA
 (the ValidatingWebhookConfiguration's caBundle). Every kind and version, allowed and denied; /readyz;
-a plain-HTTP client, an oversized body, a malformed and a truncated review, garbage HTTP inside TLS,
+TLS below 1.2 refused; a plain-HTTP client, an oversized body, a malformed and a truncated review, garbage HTTP inside TLS,
 each refused while the server keeps serving; the certificate rotated on disk (served by the next
 connection, no restart) and a broken renewal (the previous certificate stays); the metrics; SIGTERM."""
 import http.client
@@ -155,6 +155,21 @@ class Webhook(unittest.TestCase):
         self.assertTrue(head.startswith("HTTP/1.1 400 "), head)
         self.assert_serving()
 
+    def test_tls_below_1_2_is_refused_by_the_server(self):
+        def s_client(version):
+            # SECLEVEL=0 lets this client offer TLS 1.1: the refusal must come from the server.
+            return subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{self.port}", version,
+                                   "-cipher", "DEFAULT:@SECLEVEL=0", "-CAfile", self.ca],
+                                  input="", capture_output=True, text=True, timeout=30)
+        old = s_client("-tls1_1")
+        self.assertNotEqual(old.returncode, 0)
+        self.assertIn("alert protocol version", old.stdout + old.stderr)
+        for version in ("-tls1_2", "-tls1_3"):
+            ok = s_client(version)
+            self.assertEqual(ok.returncode, 0, ok.stdout + ok.stderr)
+            self.assertIn("Verify return code: 0 (ok)", ok.stdout)
+        self.assert_serving()
+
     def test_z_certificate_rotation(self):  # last: it changes the served certificate
         def served():
             with socket.create_connection(("127.0.0.1", self.port), timeout=30) as raw:
@@ -192,6 +207,9 @@ class Webhook(unittest.TestCase):
         self.assertGreaterEqual(int(denied.group(1)), 1)
         self.assertRegex(page, r'(?m)^nvdra_webhook_request_duration_seconds_count [1-9]')
         self.assertRegex(page, r'(?m)^nvdra_webhook_refused_connections_total\{reason="not_tls"\} [1-9]')
+        self.assertRegex(page, r'(?m)^nvdra_webhook_refused_connections_total\{reason="handshake"\} [1-9]')
+        self.assertRegex(page, r'(?m)^nvdra_webhook_refused_connections_total\{reason="too_large"\} [1-9]')
+        self.assertRegex(page, r'(?m)^nvdra_webhook_refused_connections_total\{reason="malformed"\} [1-9]')
         self.assertIn("process_resident_memory_bytes", page)
         self.proc.send_signal(signal.SIGTERM)
         try:
