@@ -86,8 +86,7 @@ ReviewReply decide(object request, const claims::ConfigGates& gates) {
   const auto path = spec_path(request);
   if (path.empty())
     return respond(uid, false,
-                   "expected resource to be one of the supported versions for resourceclaims or resourceclaimtemplates "
-                   "(" + std::string(kSupported) + "), got " + describe_resource(request),
+                   "expected resource to be one of " + std::string(kSupported) + ", got " + describe_resource(request),
                    "BadRequest", 0);
   const auto operation = string_at(request, "operation");
   if (operation != "CREATE" && operation != "UPDATE") return respond(uid, true, {}, {}, 0);  // nothing to admit

@@ -127,7 +127,12 @@ TEST(AdmissionReview, OtherResourcesAreABadRequest) {
   const auto reply = review(boost::json::serialize(body), kAllGates);
   ASSERT_EQ(reply.verdict, Verdict::kDenied);
   EXPECT_EQ(response_of(reply).at("status").at("reason"), "BadRequest");
-  EXPECT_NE(message_of(reply).find("got {resource.k8s.io v1alpha3 resourceclaims}"), std::string::npos);
+  // upstream's message, verbatim
+  EXPECT_EQ(message_of(reply),
+            "expected resource to be one of [{resource.k8s.io v1 resourceclaims} {resource.k8s.io v1beta1 "
+            "resourceclaims} {resource.k8s.io v1beta2 resourceclaims} {resource.k8s.io v1 resourceclaimtemplates} "
+            "{resource.k8s.io v1beta1 resourceclaimtemplates} {resource.k8s.io v1beta2 resourceclaimtemplates}], got "
+            "{resource.k8s.io v1alpha3 resourceclaims}");
 }
 
 TEST(AdmissionReview, AnObjectOfTheWrongShapeIsABadRequest) {
