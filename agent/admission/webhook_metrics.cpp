@@ -31,7 +31,7 @@ struct WebhookMetrics::Families {
                      .Register(r)),
         duration(prometheus::BuildHistogram()
                      .Name("nvdra_webhook_request_duration_seconds")
-                     .Help("Time from an AdmissionReview read to its answer written.")
+                     .Help("Time to decide an AdmissionReview, from its body read to its answer made.")
                      .Register(r)),
         refused(prometheus::BuildCounter()
                     .Name("nvdra_webhook_refused_connections_total")

@@ -3,9 +3,10 @@
 // --metrics-path; families sorted by name, process_* from /proc/self, promhttp_* for the scrapes):
 //  * nvdra_webhook_requests_total{verdict}: AdmissionReviews answered (allowed | denied |
 //    bad_request) — denials are the verdict="denied" series;
-//  * nvdra_webhook_request_duration_seconds: from the request's last byte read to its answer
-//    handed to TLS (the decision itself; buckets from 100 µs);
-//  * nvdra_webhook_refused_connections_total{reason}: not_tls | handshake | too_large | malformed;
+//  * nvdra_webhook_request_duration_seconds: the decision, from the request's body read to its
+//    answer made (TLS and the network are the API server's to measure; buckets from 100 µs);
+//  * nvdra_webhook_refused_connections_total{reason}: not_tls | handshake | too_large | malformed |
+//    connections (over the limit of open connections);
 //  * nvdra_webhook_certificate_reloads_total{result}: success | failure;
 //  * nvdra_build_info{version}.
 // Thread-safe (prometheus-cpp); used from the io_context thread.
