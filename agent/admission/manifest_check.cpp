@@ -39,16 +39,23 @@ boost::json::value scalar(const YAML::Node& node) {
   return boost::json::value(text);
 }
 
-boost::json::value to_json(const YAML::Node& node) {
+// YAML aliases let a small file name one node many times; expanded, it could be any size.
+constexpr std::size_t kMaxValues = 1'000'000;
+
+struct TooManyValues {};
+
+boost::json::value to_json(const YAML::Node& node, std::size_t& budget) {
+  if (budget == 0) throw TooManyValues{};
+  --budget;
   switch (node.Type()) {
     case YAML::NodeType::Map: {
       boost::json::object out;
-      for (const auto& kv : node) out[kv.first.as<std::string>()] = to_json(kv.second);
+      for (const auto& kv : node) out[kv.first.as<std::string>()] = to_json(kv.second, budget);
       return out;
     }
     case YAML::NodeType::Sequence: {
       boost::json::array out;
-      for (const auto& item : node) out.push_back(to_json(item));
+      for (const auto& item : node) out.push_back(to_json(item, budget));
       return out;
     }
     case YAML::NodeType::Scalar: return scalar(node);
@@ -125,10 +132,21 @@ Result<ManifestReport> check_manifests(std::string_view text, const claims::Conf
   for (std::size_t i = 0; i < docs.size(); ++i) {
     if (docs[i].IsNull()) continue;  // an empty document ("---" at the end, comments only)
     ++report.documents;
-    const auto json = to_json(docs[i]);
+    boost::json::value json;
+    try {
+      std::size_t budget = kMaxValues;
+      json = to_json(docs[i], budget);
+    } catch (const TooManyValues&) {
+      return Error{ErrorCode::kInvalidArgument, "document " + std::to_string(i + 1) + " expands to more than " +
+                                                    std::to_string(kMaxValues) + " values (YAML aliases?)"};
+    } catch (const YAML::Exception& e) {  // a map key that is not a scalar
+      return Error{ErrorCode::kInvalidArgument, "document " + std::to_string(i + 1) + ": " + e.what()};
+    }
     const auto serialized = boost::json::serialize(json);
     element root;
-    if (parser.parse(serialized).get(root)) return Error{ErrorCode::kInternal, "document could not be re-read as JSON"};
+    if (auto err = parser.parse(serialized).get(root))  // nesting past simdjson's 1024 levels
+      return Error{ErrorCode::kInvalidArgument,
+                   "document " + std::to_string(i + 1) + ": " + simdjson::error_message(err)};
     Walk{gates, report, i + 1, describe(json)}.visit(root, "");
   }
   return report;

@@ -83,6 +83,20 @@ TEST(ManifestCheck, TextThatIsNoYamlIsAnError) {
   EXPECT_NE(report.error().message.find("not YAML or JSON"), std::string::npos);
 }
 
+TEST(ManifestCheck, AliasesThatExpandWithoutBoundAreRefused) {
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 8; ++i) {
+    const auto prev = "*a" + std::to_string(i - 1);
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + prev + ", " + prev + ", " + prev + ", " +
+            prev + ", " + prev + ", " + prev + ", " + prev + ", " + prev + ", " + prev + ", " + prev + "]\n";
+  }
+  auto report = check_manifests(bomb, kAllGates);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.error().message.find("expands to more than 1000000 values (YAML aliases?)"), std::string::npos);
+  auto deep = check_manifests(std::string(1500, '[') + std::string(1500, ']'), kAllGates);
+  EXPECT_FALSE(deep.ok());
+}
+
 TEST(ManifestCheck, ABareClaimSpecIsCheckedToo) {
   auto report = check_manifests(R"({"devices": {"config": [{"opaque": {"driver": "gpu.nvidia.com",
       "parameters": {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "Nope"}}}]}})",
