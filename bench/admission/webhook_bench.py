@@ -19,19 +19,21 @@ from webhook_process import PATH, WebhookProcess  # noqa: E402
 GATES = "TimeSlicingSettings=true,MPSSupport=true,PassthroughSupport=true"
 
 
-def config(driver, kind, **body):
-    return {"requests": ["gpu"], "opaque": {"driver": driver, "parameters": {
+def config(driver, kind, request, **body):
+    return {"requests": [request], "opaque": {"driver": driver, "parameters": {
         "apiVersion": "resource.nvidia.com/v1beta1", "kind": kind, **body}}}
 
 
 def review(bad):
-    configs = [config("gpu.nvidia.com", "GpuConfig", sharing={"strategy": "MPS", "mpsConfig": {
+    configs = [config("gpu.nvidia.com", "GpuConfig", "gpu", sharing={"strategy": "MPS", "mpsConfig": {
                    "defaultActiveThreadPercentage": 120 if bad else 50, "defaultPinnedDeviceMemoryLimit": "10Gi"}}),
-               config("gpu.nvidia.com", "GpuConfig", sharing={"strategy": "TimeSlicing",
+               config("gpu.nvidia.com", "GpuConfig", "gpu", sharing={"strategy": "TimeSlicing",
                                                                "timeSlicingConfig": {"interval": "Long"}}),
-               config("gpu.nvidia.com", "VfioDeviceConfig", iommu={"backendPolicy": "PreferIommuFD"}),
-               config("compute-domain.nvidia.com", "ComputeDomainChannelConfig", domainID="d-1", allocationMode="All")]
-    spec = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}],
+               config("gpu.nvidia.com", "VfioDeviceConfig", "vm", iommu={"backendPolicy": "PreferIommuFD"}),
+               config("compute-domain.nvidia.com", "ComputeDomainChannelConfig", "channel", domainID="d-1",
+                      allocationMode="All")]
+    classes = {"gpu": "gpu.nvidia.com", "vm": "vfio.gpu.nvidia.com", "channel": "compute-domain-default-channel.nvidia.com"}
+    spec = {"devices": {"requests": [{"name": n, "exactly": {"deviceClassName": c}} for n, c in classes.items()],
                         "config": configs}}
     return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
         "uid": "4f1c", "operation": "CREATE",
