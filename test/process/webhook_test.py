@@ -211,6 +211,9 @@ class Webhook(unittest.TestCase):
         self.assertRegex(page, r'(?m)^nvdra_webhook_refused_connections_total\{reason="too_large"\} [1-9]')
         self.assertRegex(page, r'(?m)^nvdra_webhook_refused_connections_total\{reason="malformed"\} [1-9]')
         self.assertIn("process_resident_memory_bytes", page)
+        idle = self.connect()  # a kept-alive connection, as the API server holds them, does not delay the exit
+        self.post(idle, review("resourceclaims", "v1", GOOD))
+        self.addCleanup(idle.close)
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.assertEqual(self.proc.wait(timeout=10), 0)
