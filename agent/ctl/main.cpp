@@ -1,5 +1,6 @@
 // nvdractl — host tool: shows a running nvdra-agent's state, read over D-Bus from io.nvdra.Agent1.
 // Exit status: 0 ok, 1 unexpected failure, 2 usage, 3 agent or bus not available, 4 access denied.
+// `nvdractl validate -f FILE` needs no agent: its exit status is in agent/ctl/validate_command.hpp.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -7,6 +8,7 @@
 
 #include "agent/ctl/render.hpp"
 #include "agent/ctl/status_client.hpp"
+#include "agent/ctl/validate_command.hpp"
 
 #ifndef NVDRA_VERSION
 #error "NVDRA_VERSION must be defined by the build"
@@ -42,12 +44,20 @@ int main(int argc, char** argv) {
       {"fabric", {Command::kFabric, "the Fabric Manager connection and the NVSwitch partitions held for claims"}},
   };
   for (const auto& [name, what] : commands) app.add_subcommand(name, what.second)->fallthrough();
+  nvdra::ctl::ValidateArgs validate;
+  auto* validate_cmd = app.add_subcommand(
+      "validate", "Check the GPU and ComputeDomain opaque configs in YAML or JSON manifests, offline, as prepare would");
+  validate_cmd->add_option("-f,--filename", validate.file, "Manifest file (multi-document YAML or JSON); - for stdin")
+      ->required();
+  validate_cmd->add_option("--feature-gates", validate.feature_gates,
+                           "The agent's feature gates (A=true,B=false): configs are checked under them");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : kExitUsage;
   }
+  if (validate_cmd->parsed()) return nvdra::ctl::run_validate(validate, stdout, stderr);
   Command command = Command::kStatus;
   for (const auto* sub : app.get_subcommands()) command = commands.at(sub->get_name()).first;
 

@@ -10,7 +10,7 @@ import uuid
 
 from gpu_node import CD, GPU, SimulatedNode
 from kubelet_double.probe import HealthWatch, grpc_probe
-from kustomize import OVERLAYS, agent_container, daemonset, render
+from kustomize import OVERLAYS, WEBHOOK_OVERLAYS, agent_container, daemonset, render
 from nvdra_testlib import MOCK_NVML
 
 DRIVERS = {"gpu": GPU, "compute-domain": CD}
@@ -136,7 +136,7 @@ class DaemonSetAsShipped(unittest.TestCase):
         self.check_overlay("gpu-host-managed-imex")
 
     def test_every_shipped_overlay_is_covered(self):
-        self.assertEqual(sorted(OVERLAYS), sorted(os.listdir(os.path.join(os.path.dirname(__file__), "..", "..",
+        self.assertEqual(sorted(OVERLAYS + WEBHOOK_OVERLAYS), sorted(os.listdir(os.path.join(os.path.dirname(__file__), "..", "..",
                                                                           "contrib", "kubernetes", "overlays"))))
 
 

@@ -85,6 +85,10 @@ class OciImage(unittest.TestCase):
         self.assertTrue(agent.stdout.startswith("nvdra-agent "))
         ctl = self.chroot("nvdractl", "--version")
         self.assertEqual(ctl.returncode, 0, ctl.stderr)
+        # The admission webhook runs from the same image (contrib/kubernetes/components/webhook).
+        webhook = self.chroot("nvdra-webhook", "--version")
+        self.assertEqual(webhook.returncode, 0, webhook.stderr)
+        self.assertTrue(webhook.stdout.startswith("nvdra-webhook "))
 
 
 if __name__ == "__main__":

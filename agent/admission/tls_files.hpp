@@ -1,0 +1,42 @@
+#pragma once
+// The webhook's server certificate and key, read from files (cert-manager's Secret mounted as a
+// volume) and read again when either changes: the kubelet swaps the volume's files on renewal
+// and the webhook must serve the new certificate without a restart.
+//
+// Each new connection asks current(); it stats both files (two syscalls on a local volume, cheap
+// beside the TLS handshake that follows) and builds a new context only when their identity (inode,
+// size, mtime) changed. A pair that does not load (half-written, key not matching) keeps the last
+// good context and is retried on the next connection. Not thread-safe: the io_context's thread.
+#include <boost/asio/ssl/context.hpp>
+
+#include <memory>
+#include <string>
+
+#include "agent/base/result.hpp"
+
+namespace nvdra::admission {
+
+class TlsFiles {
+ public:
+  TlsFiles(std::string cert_file, std::string key_file);
+
+  // Loads the pair now; an error names the file and OpenSSL's reason (start-up fails on it).
+  Status load();
+  // The context for a new connection: a fresh one when the files changed and load, else the last.
+  std::shared_ptr<boost::asio::ssl::context> current();
+
+  std::size_t reloads() const { return reloads_; }        // successful loads after the first
+  std::size_t reload_failures() const { return failures_; }
+
+ private:
+  std::string signature() const;
+  Result<std::shared_ptr<boost::asio::ssl::context>> make_context() const;
+
+  std::string cert_file_, key_file_;
+  std::string loaded_signature_;
+  std::string failed_signature_;
+  std::shared_ptr<boost::asio::ssl::context> context_;
+  std::size_t reloads_ = 0, failures_ = 0;
+};
+
+}  // namespace nvdra::admission
