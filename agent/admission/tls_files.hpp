@@ -3,12 +3,14 @@
 // volume) and read again when either changes: the kubelet swaps the volume's files on renewal
 // and the webhook must serve the new certificate without a restart.
 //
-// Each new connection asks current(); it stats both files (two syscalls on a local volume, cheap
-// beside the TLS handshake that follows) and builds a new context only when their identity (inode,
-// size, mtime) changed. A pair that does not load (half-written, key not matching) keeps the last
-// good context and is retried on the next connection. Not thread-safe: the io_context's thread.
+// Each new connection asks current() (the server does so on a one-thread worker pool, never on the
+// io_context: it stats and reads files); it stats both files and builds a new context only when their
+// identity (inode, size, mtime) changed. A pair that does not load (half-written, key not matching)
+// keeps the last good context and is retried on the next connection. Not thread-safe: call it from one
+// thread; the counters may be read from any.
 #include <boost/asio/ssl/context.hpp>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -25,8 +27,8 @@ class TlsFiles {
   // The context for a new connection: a fresh one when the files changed and load, else the last.
   std::shared_ptr<boost::asio::ssl::context> current();
 
-  std::size_t reloads() const { return reloads_; }        // successful loads after the first
-  std::size_t reload_failures() const { return failures_; }
+  std::size_t reloads() const { return reloads_.load(); }  // successful loads after the first
+  std::size_t reload_failures() const { return failures_.load(); }
 
  private:
   std::string signature() const;
@@ -36,7 +38,7 @@ class TlsFiles {
   std::string loaded_signature_;
   std::string failed_signature_;
   std::shared_ptr<boost::asio::ssl::context> context_;
-  std::size_t reloads_ = 0, failures_ = 0;
+  std::atomic<std::size_t> reloads_ = 0, failures_ = 0;
 };
 
 }  // namespace nvdra::admission

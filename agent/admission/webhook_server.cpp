@@ -24,6 +24,7 @@
 #include "agent/admission/webhook_metrics.hpp"
 #include "agent/base/log.hpp"
 #include "agent/metrics/metrics_server.hpp"
+#include "agent/runtime/worker_pool.hpp"
 
 namespace nvdra::admission {
 
@@ -44,6 +45,9 @@ struct WebhookServer::State {
   std::list<beast::tcp_stream*> open;  // live connections, closed at shutdown
   std::size_t reloads_seen = 0, failures_seen = 0;
   bool stopping = false;
+  // The certificate files are stat'ed (and read when they changed) off the io_context, one check at
+  // a time: TlsFiles is used from this one thread only.
+  runtime::WorkerPool tls_files{1};
 };
 
 namespace {
@@ -160,7 +164,8 @@ asio::awaitable<void> serve_connection(std::shared_ptr<WebhookServer::State> s, 
     co_await refuse(tcp_stream, *s, http::status::bad_request, "Client sent an HTTP request to an HTTPS server.\n",
                     "not_tls");
   } else if (!detect_error) {
-    const auto context = s->tls.current();  // held for the connection's life
+    // Held for the connection's life.
+    const auto context = co_await s->tls_files.run([&tls = s->tls] { return tls.current(); });
     note_reloads(*s);
     beast::ssl_stream<beast::tcp_stream&> stream(tcp_stream, *context);
     auto [handshake_error, used] =
