@@ -38,6 +38,11 @@ boost::asio::awaitable<RecoveryReport> GpuClaimHandler::recover(ClaimExists exis
       continue;
     }
     if (entry.state != ClaimState::kPrepareCompleted) continue;
+    if (auto readable = entry_readable(uid, entry); !readable) {
+      // Neither unprepared nor rolled back: nothing says what it holds, so it is kept as it is.
+      report.unreadable.push_back({claim, readable.error().describe()});
+      continue;
+    }
     // A claim without a recorded name (an older plugin's entry) cannot be asked about; one the API
     // still has, or that cannot be asked now, stays prepared.
     bool gone = false;

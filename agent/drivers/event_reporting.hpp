@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 
+#include "agent/base/metrics_sink.hpp"
+#include "agent/claims/rollback_report.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "k8s/event_codec.hpp"
 
@@ -22,6 +24,9 @@ inline constexpr const char* kActionLoadCheckpoint = "LoadCheckpoint";
 inline constexpr const char* kReasonCdiSpecRemoved = "OrphanCDISpecRemoved";  // a claim spec no entry owns
 inline constexpr const char* kReasonCdiSpecRewritten = "CDISpecRewritten";     // a prepared claim's, damaged
 inline constexpr const char* kActionRecoverCdiSpecs = "RecoverCDISpecs";
+inline constexpr const char* kReasonRollbackFailed = "RollbackFailed";  // a failed prepare left something
+inline constexpr const char* kReasonCheckpointEntryUnreadable = "CheckpointEntryUnreadable";  // kept aside
+inline constexpr const char* kActionRecoverClaims = "RecoverClaims";
 inline constexpr const char* kReasonImexUnitDown = "IMEXUnitDown";
 inline constexpr const char* kActionCheckImexUnit = "CheckIMEXUnit";
 
@@ -34,6 +39,14 @@ std::string reporting_instance(const std::string& driver, const std::string& nod
 // Records a Warning regarding the node (checkpoint, IMEX unit); no-op without a recorder.
 void warn_about_node(k8s::EventRecorder* events, const std::string& node, const char* reason, const char* action,
                      std::string note);
+
+// Records a Warning regarding the claim; no-op without a recorder.
+void warn_about_claim(k8s::EventRecorder* events, const kubelet::ClaimRef& claim, const char* reason,
+                      const char* action, std::string note);
+
+// What a driver tells of a failed rollback (issue #30): a RollbackFailed Warning on the claim and
+// nvdra_rollback_failures_total{driver}. `events` may be null (no Event then).
+claims::RollbackFailed rollback_reporter(k8s::EventRecorder* events, metrics::Sink& metrics, std::string driver);
 
 class EventReportingHandler final : public kubelet::ClaimHandler {
  public:

@@ -186,6 +186,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
     fm_retry = co_await connect_at_start(*p.fabric, std::move(probe.load), ctx_.status);
     ho.fabric = p.fabric.get();
   }
+  ho.on_rollback_failed = rollback_reporter(events_, ctx_.metrics, config::kGpuDriverName);
   ho.on_spec_rewritten = [this, node = o.node_name](const kubelet::ClaimRef&, const std::string& note) {
     warn_about_node(events_, node, kReasonCdiSpecRewritten, kActionRecoverCdiSpecs,
                     "driver " + std::string(config::kGpuDriverName) + ": " + note);
@@ -212,21 +213,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
     if (!have_api) co_return true;
     co_return co_await claims::claim_exists(*source, std::move(ref));
   };
-  const auto report = co_await p.handler->recover(std::move(exists));
-  for (const auto& uid : report.rolled_back) log->info("claim uid={} unfinished prepare rolled back", uid);
-  for (const auto& uid : report.unprepared) log->info("claim uid={} gone from the API: unprepared", uid);
-  for (const auto& f : report.orphan_specs) {
-    log->warn("cdi spec={} owned by no claim: removed", f);
-    warn_about_node(events_, o.node_name, kReasonCdiSpecRemoved, kActionRecoverCdiSpecs,
-                    "driver " + std::string(config::kGpuDriverName) + ": CDI spec " + f +
-                        " is owned by no prepared claim (foreign, malformed or left behind): removed");
-  }
-  for (const auto& m : report.orphan_migs) log->info("mig device={} owned by no claim: destroyed", m);
-  for (const auto& m : report.recreated_migs) log->info("mig device={} of a prepared claim was missing: recreated", m);
-  for (const auto& e : report.errors) {
-    log->warn("recovery: {}", e.describe());
-    ctx_.status.record_error(config::kGpuDriverName, "recovery: " + e.describe());
-  }
+  report_recovery(co_await p.handler->recover(std::move(exists)));
   if (o.gates.enabled(config::gate::kNVMLDeviceHealthCheck)) {
     const auto devices =
         nvml::published_gpu_resources(p.gpus->model, o.gates.enabled(config::gate::kDynamicMIG)).devices;

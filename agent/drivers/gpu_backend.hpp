@@ -32,6 +32,8 @@ class GpuBackend final : public DriverBackend {
 
  private:
   DriverResources current_resources() const;
+  // recover()'s outcome: log lines, Events, status errors and metrics (gpu_backend_recovery.cpp).
+  void report_recovery(const claims::RecoveryReport& report);
   void wire_passthrough(Parts& p, claims::GpuClaimHandlerOptions& ho, const config::Options& o);
 
   RunContext& ctx_;

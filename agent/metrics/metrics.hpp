@@ -72,6 +72,8 @@ class Metrics final : public Sink {
   void gpu_lost() override;
   void health_recovered(std::string_view gpu, std::string_view reason) override;
   void devices_by_health(std::size_t healthy, std::size_t unhealthy, std::size_t unknown) override;
+  void rollback_failed(std::string_view driver) override;
+  void unreadable_claims(std::string_view driver, std::size_t count) override;
 
   // The page (text exposition format 0.0.4). The handler counts itself: scrape_started() before,
   // scrape_finished(status) after, as promhttp does.
