@@ -42,10 +42,6 @@ class Sink {
   virtual void gpu_lost() {}
   virtual void health_recovered(std::string_view /*gpu*/, std::string_view /*reason*/) {}
   virtual void devices_by_health(std::size_t /*healthy*/, std::size_t /*unhealthy*/, std::size_t /*unknown*/) {}
-  // A failed prepare whose rollback failed too: something of the claim was left behind.
-  virtual void rollback_failed(std::string_view /*driver*/) {}
-  // Checkpoint entries whose devices cannot be read, kept aside at start-up (their devices left alone).
-  virtual void unreadable_claims(std::string_view /*driver*/, std::size_t /*count*/) {}
 };
 
 // A Sink that records nothing: the default wherever no Metrics is wired in (tests, tools).

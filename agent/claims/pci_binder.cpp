@@ -61,7 +61,10 @@ class SysfsPciBinder final : public PciBinder {
     return out;
   }
 
-  bool self_holds(unsigned minor) override { return holds("/proc/self/fd", minor); }
+  bool self_holds(unsigned minor) override {
+    auto held = holds("/proc/self/fd", minor);
+    return !held || *held;  // unreadable: let go of the GPU anyway (the release is harmless)
+  }
 
   std::string iommufd_cdev(const std::string& address) override {
     std::error_code ec;

@@ -37,6 +37,8 @@ class DriverComponent final : public Component {
 
   // What kubelet last said about this driver's registration (io_context thread; for the status
   // service). kWaiting while not serving.
+  // Why the driver waits for the node ("waiting for the NVIDIA driver: …"), else "".
+  std::string waiting() const;
   kubelet::RegistrationStatus registration() const;
   // Where this driver's plugin listens (fixed for the component's life).
   kubelet::SocketPaths sockets() const;

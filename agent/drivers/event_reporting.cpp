@@ -24,10 +24,10 @@ void warn_about_claim(k8s::EventRecorder* events, const kubelet::ClaimRef& claim
   events->record(k8s::EventInfo{claim_object(claim), k8s::kEventTypeWarning, reason, action, std::move(note)});
 }
 
-claims::RollbackFailed rollback_reporter(k8s::EventRecorder* events, metrics::Sink& metrics, std::string driver) {
-  return [events, &metrics, driver = std::move(driver)](const kubelet::ClaimRef& claim, const std::string& left) {
+claims::RollbackFailed rollback_reporter(k8s::EventRecorder* events, std::function<void()> count) {
+  return [events, count = std::move(count)](const kubelet::ClaimRef& claim, const std::string& left) {
     warn_about_claim(events, claim, kReasonRollbackFailed, kActionPrepare, left);
-    metrics.rollback_failed(driver);
+    if (count) count();
   };
 }
 

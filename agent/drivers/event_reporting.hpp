@@ -2,10 +2,10 @@
 // What the agent tells operators through Kubernetes Events (events.k8s.io/v1, k8s::EventRecorder):
 // the reasons and actions, the references to the objects they are about, and a ClaimHandler
 // decorator that reports each failed prepare/unprepare with the message kubelet gets.
+#include <functional>
 #include <memory>
 #include <string>
 
-#include "agent/base/metrics_sink.hpp"
 #include "agent/claims/rollback_report.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "k8s/event_codec.hpp"
@@ -44,9 +44,9 @@ void warn_about_node(k8s::EventRecorder* events, const std::string& node, const 
 void warn_about_claim(k8s::EventRecorder* events, const kubelet::ClaimRef& claim, const char* reason,
                       const char* action, std::string note);
 
-// What a driver tells of a failed rollback (issue #30): a RollbackFailed Warning on the claim and
-// nvdra_rollback_failures_total{driver}. `events` may be null (no Event then).
-claims::RollbackFailed rollback_reporter(k8s::EventRecorder* events, metrics::Sink& metrics, std::string driver);
+// What a driver tells of a failed rollback (issue #30): a RollbackFailed Warning on the claim, then
+// `count` (nvdra_rollback_failures_total{driver}). `events` may be null (no Event then).
+claims::RollbackFailed rollback_reporter(k8s::EventRecorder* events, std::function<void()> count);
 
 class EventReportingHandler final : public kubelet::ClaimHandler {
  public:

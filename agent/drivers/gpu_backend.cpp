@@ -125,7 +125,9 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   const std::string data_dir = (fs::path(o.kubelet_plugins_dir) / config::kGpuDriverName).string();
   auto parts = std::make_unique<Parts>();
   const bool passthrough = o.gates.enabled(config::gate::kPassthroughSupport);
-  auto gpus = co_await ctx_.gpus.get();
+  // Without PassthroughSupport a node whose NVIDIA driver is not installed yet waits for it here, before
+  // kubelet is served or a slice published (issue #30): no empty slice, no restart loop.
+  auto gpus = passthrough ? co_await ctx_.gpus.get() : co_await ctx_.gpus.get_or_wait();
   if (!gpus && !passthrough) co_return gpus.error();
   if (gpus) {
     parts->gpus = std::move(*gpus);
@@ -186,7 +188,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
     fm_retry = co_await connect_at_start(*p.fabric, std::move(probe.load), ctx_.status);
     ho.fabric = p.fabric.get();
   }
-  ho.on_rollback_failed = rollback_reporter(events_, ctx_.metrics, config::kGpuDriverName);
+  ho.on_rollback_failed = rollback_reporter(events_, [m = &ctx_.metrics] { m->rollback_failed(config::kGpuDriverName); });
   ho.on_spec_rewritten = [this, node = o.node_name](const kubelet::ClaimRef&, const std::string& note) {
     warn_about_node(events_, node, kReasonCdiSpecRewritten, kActionRecoverCdiSpecs,
                     "driver " + std::string(config::kGpuDriverName) + ": " + note);

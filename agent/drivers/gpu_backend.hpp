@@ -7,7 +7,10 @@
 
 #include "agent/drivers/driver_backend.hpp"
 
-namespace nvdra::claims { struct GpuClaimHandlerOptions; }
+namespace nvdra::claims {
+struct GpuClaimHandlerOptions;
+struct RecoveryReport;
+}  // namespace nvdra::claims
 namespace nvdra::config { struct Options; }
 
 namespace nvdra::drivers {

@@ -87,6 +87,13 @@ nvmlReturn_t session_init() {
                    env_or("NVDRA_MOCK_PROFILES_DIR", NVDRA_MOCK_PROFILES_DIR) + " or a path to a .yaml file)";
     return NVML_ERROR_DRIVER_NOT_LOADED;
   }
+  // NVDRA_MOCK_DRIVER_NODE: a file standing for the loaded kernel module (its /dev/nvidiactl). While
+  // it is missing nvmlInit answers DRIVER_NOT_LOADED, as on a node whose driver is not installed yet.
+  if (const char* node = std::getenv("NVDRA_MOCK_DRIVER_NODE"); node != nullptr && *node != '\0' &&
+                                                                 ::access(node, F_OK) != 0) {
+    g.last_error = std::string(node) + " does not exist: the NVIDIA kernel module is not loaded";
+    return NVML_ERROR_DRIVER_NOT_LOADED;
+  }
   const std::string dir = env_or("NVDRA_MOCK_PROFILES_DIR", NVDRA_MOCK_PROFILES_DIR);
   const std::string path = resolve_profile_path(name, dir);
   auto profile = load_profile(path);
