@@ -24,7 +24,12 @@ bool GpuClaimHandler::mig_used_elsewhere(const std::string& device, const std::s
   for (const auto& [other, entry] : committer_.current().claims) {
     if (other == uid || entry.state != ClaimState::kPrepareCompleted) continue;
     auto groups = decode_prepared_groups(entry.prepared_devices, other);
-    if (!groups) return true;  // an entry that cannot be read may hold it: never destroyed on a guess
+    // An entry that cannot be read may hold it too when devices are shared (consumable shares): then it
+    // is not destroyed on a guess. Without shares no two claims hold one MIG device.
+    if (!groups) {
+      if (options_.consumable_shares) return true;
+      continue;
+    }
     for (const auto& g : *groups)
       for (const auto& d : g.devices)
         if (d.device == device) return true;

@@ -127,7 +127,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   const bool passthrough = o.gates.enabled(config::gate::kPassthroughSupport);
   // Without PassthroughSupport a node whose NVIDIA driver is not installed yet waits for it here, before
   // kubelet is served or a slice published (issue #30): no empty slice, no restart loop.
-  auto gpus = passthrough ? co_await ctx_.gpus.get() : co_await ctx_.gpus.get_or_wait();
+  auto gpus = co_await (passthrough ? ctx_.gpus.get() : ctx_.gpus.get_or_wait());
   if (!gpus && !passthrough) co_return gpus.error();
   if (gpus) {
     parts->gpus = std::move(*gpus);

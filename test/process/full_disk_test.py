@@ -26,13 +26,14 @@ def mount_tmpfs(path, size):
 def fill(directory):
     """Writes a filler file until the file system is full; returns its path."""
     path = os.path.join(directory, "filler")
-    with open(path, "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 4096)
-                f.flush()
-        except OSError:
-            pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass  # ENOSPC: full
+    finally:
+        os.close(fd)
     return path
 
 
@@ -44,7 +45,7 @@ class FullOrReadOnlyDisk(unittest.TestCase):
         for d in (self.node.dirs.plugins, self.node.dirs.cdi):
             os.makedirs(d, exist_ok=True)
             mount_tmpfs(d, "1m")
-            self.addCleanup(subprocess.run, ["umount", "-l", d], check=False)
+            self.addCleanup(subprocess.run, ["umount", "-l", d], check=False, stderr=subprocess.DEVNULL)
         self.node.start()
         self.first = self.node.allocate("first", [("gpu", "gpu-0")])
         self.assertEqual(self.node.gpu().prepare([self.first])[self.first.uid]["error"], "")
@@ -92,15 +93,19 @@ class FullOrReadOnlyDisk(unittest.TestCase):
         self.assert_recovers(claim)
 
     def test_a_read_only_plugins_directory(self):
-        subprocess.run(["mount", "-o", "remount,ro", self.node.dirs.plugins], check=True)
+        # The driver's data directory read-only from now on: a read-only file system over it (the agent's open
+        # lock file keeps a remount of the same mount from going read-only).
+        data = os.path.join(self.node.dirs.plugins, GPU)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", data], check=True)
+        self.addCleanup(subprocess.run, ["umount", "-l", data], check=False, stderr=subprocess.DEVNULL)
         claim = self.node.allocate("read-only", [("gpu", "gpu-1")])
         error = self.node.gpu().prepare([claim])[claim.uid]["error"]
         self.assertIn(f"saving checkpoint {self.checkpoint}: ", error)
         self.assertIn("Read-only file system (EROFS)", error)
         # Unprepare keeps working as far as it can: it cannot forget the claim on a read-only disk and says so.
         self.assertIn("(EROFS)", self.node.gpu().unprepare([self.first])[self.first.uid])
+        subprocess.run(["umount", data], check=True)
         self.assertEqual(self.on_disk(), {self.first.uid})
-        subprocess.run(["mount", "-o", "remount,rw", self.node.dirs.plugins], check=True)
         self.assert_recovers(claim)
 
 

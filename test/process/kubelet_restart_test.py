@@ -40,7 +40,7 @@ class KubeletRestart(unittest.TestCase):
         self.assertNotIn("restarting in", node.agent_log())
         after = HealthWatch(node.gpu(), "v1.DRAResourceHealth")
         self.addCleanup(after.close)
-        self.assertEqual(after.wait(lambda devices: "gpu-0" in devices)["gpu-0"]["health"], "Healthy")
+        self.assertEqual(after.wait(lambda devices: "gpu-0" in devices)["gpu-0"]["health"], "HEALTHY")
         # The claim prepared before kubelet went is still prepared: the same answer, then a clean unprepare.
         self.assertEqual(node.gpu().prepare([claim])[claim.uid]["error"], "")
         self.assertIn(claim.uid, node.checkpoint())
