@@ -239,9 +239,10 @@ Result<std::unique_ptr<GpuLibrary>> open_nvml(const LoadOptions& options) {
     std::string msg = "nvmlInitWithFlags (" + where.path + "): " + syms->nvmlErrorString(rc);
     if (syms->mock_last_error != nullptr && *syms->mock_last_error() != '\0') msg += ": " + std::string(syms->mock_last_error());
     ::dlclose(dl);
-    // The kernel module not loaded (yet) is a state the driver's installation ends, not a misconfiguration.
-    return make_error(rc == NVML_ERROR_DRIVER_NOT_LOADED ? ErrorCode::kUnavailable : ErrorCode::kFailedPrecondition,
-                      msg);
+    // The kernel module not loaded (yet), or a library of another version than the module's (mid-upgrade),
+    // is a state the driver's installation ends, not a misconfiguration.
+    const bool changing = rc == NVML_ERROR_DRIVER_NOT_LOADED || rc == NVML_ERROR_LIB_RM_VERSION_MISMATCH;
+    return make_error(changing ? ErrorCode::kUnavailable : ErrorCode::kFailedPrecondition, msg);
   }
   // Logged once per process: a missing optional symbol only disables the feature that needs it.
   for (const auto& name : syms->missing_optional)

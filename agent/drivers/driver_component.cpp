@@ -16,6 +16,7 @@
 #include <exception>
 #include <filesystem>
 #include <stdexcept>
+#include <variant>
 
 #include "agent/base/log.hpp"
 #include "agent/drivers/api_connection.hpp"
@@ -224,6 +225,17 @@ boost::asio::awaitable<void> DriverComponent::publish() {
       publisher_->set_desired(std::move(changed));
     });
   }
+  auto changed = co_await (serve_devices() || backend_->driver_changed());
+  if (changed.index() == 1) {
+    // Not a crash: the node's driver was upgraded or reloaded. NVML, discovery, CDI driver files and
+    // slices come again from the new one; the checkpoint keeps the prepared claims.
+    ctx_.gpus.forget();
+    throw std::runtime_error("driver " + name() + ": " + std::get<1>(changed) + "; serving again with the new driver");
+  }
+}
+
+boost::asio::awaitable<void> DriverComponent::serve_devices() {
+  using namespace boost::asio::experimental::awaitable_operators;
   if (backend_->health()) {
     co_await (backend_->run_health() || follow_health());
     co_return;

@@ -27,6 +27,7 @@ class GpuBackend final : public DriverBackend {
   void fill_health(std::vector<systemd_bus::DeviceStatus>& rows) const override;
   boost::asio::awaitable<Result<DriverResources>> resources() override;
   const claims::Checkpoint* checkpoint() const override;
+  boost::asio::awaitable<std::string> driver_changed() override;  // gpu_backend_recovery.cpp
   std::string notice() const override;
 
   struct Parts;  // what start() builds (defined in the .cpp)

@@ -1,10 +1,15 @@
 // GpuBackend: what the start-up recovery of gpu.nvidia.com claims did, told to operators (log
-// lines, Events, the status's errors, metrics).
+// lines, Events, the status's errors, metrics); and the watch for a driver changed under it.
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include "agent/base/log.hpp"
 #include "agent/claims/gpu_claim_handler.hpp"
 #include "agent/config/options.hpp"
 #include "agent/drivers/event_reporting.hpp"
 #include "agent/drivers/gpu_backend.hpp"
+#include "agent/drivers/gpu_backend_parts.hpp"
+#include "agent/runtime/worker_pool.hpp"
 #include "agent/metrics/metrics.hpp"
 #include "agent/status/agent_status.hpp"
 
@@ -18,7 +23,27 @@ constexpr const char* kUnreadableAction =
     "destroyed at start-up while it is there; to settle it, move checkpoint.json aside and restart the agent: "
     "the prepared claims are then rebuilt from their CDI specs and the API";
 
+// How often the running driver's version is asked (one NVML call on the worker pool): an upgrade is
+// served again within this much of the new module's load.
+constexpr std::chrono::seconds kDriverCheck{2};
+
 }  // namespace
+
+boost::asio::awaitable<std::string> GpuBackend::driver_changed() {
+  nvml::GpuLibrary* lib = parts_ && parts_->gpus ? parts_->gpus->library.get() : nullptr;
+  const std::string version = parts_ ? parts_->model.system.driver_version : std::string();
+  boost::asio::steady_timer timer(ctx_.executor);
+  for (;;) {
+    // Without NVML (passthrough only) nothing is asked: the timer never fires.
+    if (lib) timer.expires_after(kDriverCheck);
+    else timer.expires_at(boost::asio::steady_timer::time_point::max());
+    co_await timer.async_wait(boost::asio::use_awaitable);
+    auto now = co_await ctx_.workers.run([lib] { return lib->system_info(); });
+    if (!now) co_return "NVML stopped answering (" + now.error().describe() + ")";
+    if (now->driver_version != version)
+      co_return "the NVIDIA driver changed from " + version + " to " + now->driver_version;
+  }
+}
 
 void GpuBackend::report_recovery(const claims::RecoveryReport& report) {
   auto log = nvdra::logger(config::kGpuDriverName);

@@ -45,6 +45,9 @@ class NodeGpus {
   // Why the GPUs are not there yet while get_or_wait() waits ("waiting for the NVIDIA driver: …"),
   // else "". For the status and the health check.
   const std::string& waiting() const { return waiting_; }
+  // Drops the session found so far (the driver changed under it): the next get() opens NVML again.
+  // The library closes once its last holder (the GPU driver's parts) lets go.
+  void forget() { discovered_.reset(); }
   // Called when waiting() changes (status and health refresh).
   void on_waiting_change(std::function<void()> f) { waiting_listeners_.push_back(std::move(f)); }
 
