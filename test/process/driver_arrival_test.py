@@ -79,6 +79,11 @@ class DriverArrivesAfterTheAgent(unittest.TestCase):
         self.assertEqual(gpu.prepare([claim])[claim.uid]["error"], "")
         self.assertEqual(gpu.unprepare([claim]), {claim.uid: ""})
 
+    def test_sigterm_while_waiting_for_the_driver_is_a_clean_stop(self):
+        self.node.start(wait_ready=False)
+        self.node.wait_log(WAITING)
+        self.assertEqual(self.node.stop(), 0)  # the wait is cancelled: status 0 within stop()'s deadline
+
 
 if __name__ == "__main__":
     unittest.main()
