@@ -1,12 +1,15 @@
 """Every failed rollback is visible (issue #30): when a prepare fails and undoing what it did fails too, the
 operator learns what was left behind — a log line naming it, a RollbackFailed Warning Event on the claim and
 nvdra_rollback_failures_total — and the claim's PrepareStarted entry keeps it to be rolled back again.
-Here the claim's CDI spec cannot be written, nor removed again, because a directory stands in its place."""
+Here the claim's CDI spec cannot be written, nor removed again, because a directory stands in its place: for a
+GPU claim and for a compute-domain channel claim (host-managed IMEX)."""
 import os
+import re
 import unittest
 import urllib.request
 
-from gpu_node import GPU, SimulatedNode
+from compute_domain_test import ComputeDomainScenarios
+from gpu_node import CD, GPU, SimulatedNode
 from metrics_test import LISTENING, samples
 
 DEADLINE = 20.0
@@ -53,6 +56,28 @@ class FailedRollbackIsVisible(unittest.TestCase):
         self.assertEqual(self.node.gpu().prepare([claim])[claim.uid]["error"], "")
         self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
         self.assertEqual(self.node.checkpoint(), {})
+
+
+class FailedChannelRollbackIsVisible(ComputeDomainScenarios):
+    def test_a_channel_spec_that_cannot_be_written_nor_removed_is_reported(self):
+        claim = self.channel_claim("stuck-channel")
+        spec = os.path.join(self.node.dirs.cdi, f"k8s.compute-domain.nvidia.com-claim_{claim.uid}.yaml")
+        os.makedirs(os.path.join(spec, "in-the-way"))
+        self.assertIn(spec, self.prepare_error(claim))
+        self.wait_log(r"rolling back the failed prepare of claim default/stuck-channel \(" + claim.uid +
+                      r"\) left something behind: .*cannot remove " + re.escape(spec))
+
+        def wanted(items):
+            return [e for e in items if e.get("reason") == "RollbackFailed"]
+        [event] = wanted(self.node.api.wait_for_objects("events.k8s.io/v1", "events", wanted, DEADLINE))
+        self.assertEqual((event["regarding"]["uid"], event["reportingController"]), (claim.uid, CD))
+        self.assertEqual(self.metrics()['nvdra_rollback_failures_total{driver="compute-domain.nvidia.com"}'], 1.0)
+        self.assertEqual(self.node.checkpoint(CD)[claim.uid]["checkpointState"], "PrepareStarted")
+        os.rmdir(os.path.join(spec, "in-the-way"))
+        os.rmdir(spec)
+        self.assertEqual(self.cd().prepare([claim])[claim.uid]["error"], "")
+        self.assertEqual(self.cd().unprepare([claim]), {claim.uid: ""})
+        self.assert_clean()
 
 
 if __name__ == "__main__":
