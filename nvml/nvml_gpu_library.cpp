@@ -21,7 +21,10 @@ ErrorCode code_for(nvmlReturn_t rc) {
     case NVML_ERROR_INSUFFICIENT_RESOURCES: return ErrorCode::kFailedPrecondition;
     case NVML_ERROR_IN_USE:
     case NVML_ERROR_TIMEOUT:
-    case NVML_ERROR_GPU_IS_LOST: return ErrorCode::kUnavailable;
+    case NVML_ERROR_GPU_IS_LOST:
+    // The kernel module gone or replaced under the session (a driver upgrade): over once NVML is opened again.
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return ErrorCode::kUnavailable;
     case NVML_ERROR_NO_PERMISSION: return ErrorCode::kPermissionDenied;
     default: return ErrorCode::kInternal;
   }

@@ -39,7 +39,11 @@ boost::asio::awaitable<std::string> GpuBackend::driver_changed() {
     else timer.expires_at(boost::asio::steady_timer::time_point::max());
     co_await timer.async_wait(boost::asio::use_awaitable);
     auto now = co_await ctx_.workers.run([lib] { return lib->system_info(); });
-    if (!now) co_return "NVML stopped answering (" + now.error().describe() + ")";
+    // Only the driver's own answers (not loaded, another version) end the session: an "Uninitialized" while
+    // a VFIO hand-over restarts NVML's session without GPUs (release_gpus) is asked again next time.
+    if (!now && now.error().code == ErrorCode::kUnavailable)
+      co_return "NVML stopped answering (" + now.error().describe() + ")";
+    if (!now) continue;
     if (now->driver_version != version)
       co_return "the NVIDIA driver changed from " + version + " to " + now->driver_version;
   }
