@@ -55,6 +55,8 @@ class DriverArrivesAfterTheAgent(unittest.TestCase):
         self.wait_for("liveness SERVING while the driver is awaited", lambda: check(port, "liveness") == "SERVING")
         self.wait_for("the status saying so", lambda: WAITING in self.driver_status()[GPU]["detail"])
         self.assertFalse(self.driver_status()[GPU]["published"])
+        # Start-up is over while it waits (READY=1): systemd's start timeout must not restart it in a loop.
+        self.node.notify.wait_for("READY=1")
         self.assertEqual(self.node.published(GPU), {}, "a gpu.nvidia.com slice was published without GPUs")
         self.assertEqual([s for s in self.node.api.objects("resource.k8s.io/v1", "resourceslices", "")
                           if s["spec"]["driver"] == GPU], [])
