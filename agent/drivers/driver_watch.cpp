@@ -43,7 +43,9 @@ asio::awaitable<void> DriverWatch::next(std::chrono::milliseconds fallback) {
 std::vector<std::string> driver_watch_dirs(const config::Options& o) {
   namespace fs = std::filesystem;
   const fs::path host(o.host_root), driver(o.nvidia_driver_root);
-  std::vector<std::string> out{(host / "dev").string(), (driver / "dev").string(), driver.string()};
+  // The driver root's parent too: a driver container's root (/run/nvidia/driver) may not exist yet.
+  std::vector<std::string> out{(host / "dev").string(), (driver / "dev").string(), driver.string(),
+                               driver.parent_path().string()};
   for (const char* lib : {"usr/lib64", "usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "lib64"})
     out.push_back((driver / lib).string());
   // An explicit --nvml-library: its directory too (the file may be put there later).
