@@ -97,7 +97,7 @@ int App::run() {
   if (options_.healthcheck_port >= 0) {
     std::vector<health::HealthTarget> targets;
     for (auto* d : driver_components)
-      targets.push_back({d->name(), d->sockets(), [d] { return d->registration().state; }});
+      targets.push_back({d->name(), d->sockets(), [d] { return d->registration().state; }, [d] { return d->waiting(); }});
     auto hc = std::make_unique<health::HealthComponent>(io.get_executor(), workers, options_.healthcheck_port,
                                                         std::move(targets));
     for (auto* d : driver_components) d->on_registration_change([h = hc.get()] { h->recheck(); });

@@ -21,9 +21,15 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kTempMarker = ".tmp.";
 
+// " (ENOSPC)": the errno's name beside its text (glibc), what an operator searches for.
+std::string errno_name(int err) {
+  const char* name = ::strerrorname_np(err);
+  return name ? std::string(" (") + name + ")" : std::string();
+}
+
 Error io_error(const std::string& what, const std::string& path, int err) {
   auto code = err == EACCES || err == EPERM ? ErrorCode::kPermissionDenied : ErrorCode::kUnavailable;
-  return make_error(code, what + " " + path + ": " + std::strerror(err));
+  return make_error(code, what + " " + path + ": " + std::strerror(err) + errno_name(err));
 }
 
 Status write_all(int fd, std::string_view data, const std::string& path) {
@@ -87,7 +93,11 @@ Status FileSpecStore::apply(std::span<const SpecChange> changes) {
   for (size_t i = 0; i < changes.size(); ++i) {
     if (auto s = validate_file_name(changes[i].file_name); !s) return discard(s.error());
     if (changes[i].op != SpecOp::kWrite) continue;
-    if (auto s = stage(changes[i], staged[i]); !s) return discard(s.error());
+    if (auto s = stage(changes[i], staged[i]); !s) {
+      Error e = s.error();  // named for the spec, not only its temp file
+      e.message = "writing CDI spec " + dir_ + "/" + changes[i].file_name + ": " + e.message;
+      return discard(std::move(e));
+    }
   }
   const size_t writes = std::count_if(staged.begin(), staged.end(), [](const Staged& st) { return bool(st.fd); });
   // One syncfs() flushes every staged file with one device flush; per-file fsync costs one each.

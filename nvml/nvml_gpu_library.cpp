@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 #include "agent/base/log.hpp"
 #include "nvml/library_locator.hpp"
@@ -19,7 +21,10 @@ ErrorCode code_for(nvmlReturn_t rc) {
     case NVML_ERROR_INSUFFICIENT_RESOURCES: return ErrorCode::kFailedPrecondition;
     case NVML_ERROR_IN_USE:
     case NVML_ERROR_TIMEOUT:
-    case NVML_ERROR_GPU_IS_LOST: return ErrorCode::kUnavailable;
+    case NVML_ERROR_GPU_IS_LOST:
+    // The kernel module gone or replaced under the session (a driver upgrade): over once NVML is opened again.
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return ErrorCode::kUnavailable;
     case NVML_ERROR_NO_PERMISSION: return ErrorCode::kPermissionDenied;
     default: return ErrorCode::kInternal;
   }
@@ -219,7 +224,11 @@ Result<std::unique_ptr<GpuLibrary>> open_nvml(const LoadOptions& options) {
     std::string tried;
     for (const auto& p : where.searched) tried += (tried.empty() ? "" : ", ") + p;
     const char* why = ::dlerror();
-    return make_error(ErrorCode::kFailedPrecondition, "cannot load NVML (libnvidia-ml.so.1): " +
+    // No library file at all: the driver is not installed (yet); one that is there but will not load is broken.
+    std::error_code ec;
+    const bool absent = where.path.find('/') == std::string::npos || !std::filesystem::exists(where.path, ec);
+    return make_error(absent ? ErrorCode::kUnavailable : ErrorCode::kFailedPrecondition,
+                      "cannot load NVML (libnvidia-ml.so.1): " +
                                                           std::string(why ? why : "unknown dlopen error") +
                                                           "; searched: " + tried);
   }
@@ -233,7 +242,10 @@ Result<std::unique_ptr<GpuLibrary>> open_nvml(const LoadOptions& options) {
     std::string msg = "nvmlInitWithFlags (" + where.path + "): " + syms->nvmlErrorString(rc);
     if (syms->mock_last_error != nullptr && *syms->mock_last_error() != '\0') msg += ": " + std::string(syms->mock_last_error());
     ::dlclose(dl);
-    return make_error(ErrorCode::kFailedPrecondition, msg);
+    // The kernel module not loaded (yet), or a library of another version than the module's (mid-upgrade),
+    // is a state the driver's installation ends, not a misconfiguration.
+    const bool changing = rc == NVML_ERROR_DRIVER_NOT_LOADED || rc == NVML_ERROR_LIB_RM_VERSION_MISMATCH;
+    return make_error(changing ? ErrorCode::kUnavailable : ErrorCode::kFailedPrecondition, msg);
   }
   // Logged once per process: a missing optional symbol only disables the feature that needs it.
   for (const auto& name : syms->missing_optional)

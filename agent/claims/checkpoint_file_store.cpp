@@ -22,9 +22,15 @@ constexpr std::string_view kTempMarker = ".tmp.";
 
 constexpr std::string_view kLockHeld = " is held by another process";
 
+// " (ENOSPC)": the errno's name beside its text (glibc), what an operator searches for.
+std::string errno_name(int err) {
+  const char* name = ::strerrorname_np(err);
+  return name ? std::string(" (") + name + ")" : std::string();
+}
+
 Error io_error(const std::string& what, const std::string& path, int err) {
   auto code = err == EACCES || err == EPERM ? ErrorCode::kPermissionDenied : ErrorCode::kUnavailable;
-  return Error{code, what + " " + path + ": " + std::strerror(err), {}, path};
+  return Error{code, what + " " + path + ": " + std::strerror(err) + errno_name(err), {}, path};
 }
 
 class Fd {
@@ -186,10 +192,15 @@ Status FileCheckpointStore::save_bytes(const std::string& bytes) {
   const std::string temp = options_.dir + "/." + options_.file_name + std::string(kTempMarker) +
                            std::to_string(::getpid()) + "." + std::to_string(temp_counter_++);
   Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (!fd) return io_error("cannot create", temp, errno);
-  auto fail = [&](Error e) -> Status {
-    ::unlink(temp.c_str());
+  // Named for the checkpoint, not only its temp file: the claim that failed names what it could not save.
+  auto saving = [&](Error e) -> Status {
+    e.message = "saving checkpoint " + path_ + ": " + e.message;
     return e;
+  };
+  if (!fd) return saving(io_error("cannot create", temp, errno));
+  auto fail = [&](Error e) -> Status {
+    ::unlink(temp.c_str());  // nothing half-written stays
+    return saving(std::move(e));
   };
   if (auto s = write_all(fd.get(), bytes, temp); !s) return fail(s.error());
   if (auto s = fsync_fd(fd.get(), temp); !s) return fail(s.error());

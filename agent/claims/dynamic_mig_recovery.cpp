@@ -24,7 +24,12 @@ bool GpuClaimHandler::mig_used_elsewhere(const std::string& device, const std::s
   for (const auto& [other, entry] : committer_.current().claims) {
     if (other == uid || entry.state != ClaimState::kPrepareCompleted) continue;
     auto groups = decode_prepared_groups(entry.prepared_devices, other);
-    if (!groups) continue;
+    // An entry that cannot be read may hold it too when devices are shared (consumable shares): then it
+    // is not destroyed on a guess. Without shares no two claims hold one MIG device.
+    if (!groups) {
+      if (options_.consumable_shares) return true;
+      continue;
+    }
     for (const auto& g : *groups)
       for (const auto& d : g.devices)
         if (d.device == device) return true;
@@ -65,13 +70,17 @@ boost::asio::awaitable<void> GpuClaimHandler::reconcile_dynamic_mig(RecoveryRepo
         if (const auto* inv = inventory_.find(d.device); d.type == DeviceType::kMig && inv && inv->dynamic)
           owned[d.device] = Owned{uid, d.gi_id, d.ci_id};
   }
+  // An entry whose devices cannot be read may own any MIG device here: then none is destroyed and
+  // MIG mode stays as it is; the claims that can be read still get theirs recreated.
+  const bool proven = report.unreadable.empty();
   std::set<std::string> present;
   for (const auto& gpu : inventory_.dynamic_gpus()) {
     // A GPU instance without compute instance is a create cut off half-way (SIGKILL between the
     // GI and CI calls): never a completed claim's, invisible as a MIG device, yet it holds its
     // placement. Gone first, so recreating a claim's device below can take that placement.
-    for (auto& name : co_await dynamic_mig_->destroy_bare_instances(gpu, report.errors))
-      report.orphan_migs.push_back(std::move(name));
+    if (proven)
+      for (auto& name : co_await dynamic_mig_->destroy_bare_instances(gpu, report.errors))
+        report.orphan_migs.push_back(std::move(name));
     auto migs = co_await dynamic_mig_->list(gpu.uuid);
     if (!migs) {
       report.errors.push_back(migs.error());
@@ -85,6 +94,10 @@ boost::asio::awaitable<void> GpuClaimHandler::reconcile_dynamic_mig(RecoveryRepo
         continue;
       }
       // No claim owns it (or not this instance of the placement: recreated below with its caps).
+      if (!proven) {
+        report.kept_migs.push_back(name);
+        continue;
+      }
       if (auto st = co_await dynamic_mig_->destroy_instance(gpu, m); st) report.orphan_migs.push_back(name);
       else report.errors.push_back(with_context(st.error(), "destroying orphan MIG device " + name));
     }
@@ -96,7 +109,8 @@ boost::asio::awaitable<void> GpuClaimHandler::reconcile_dynamic_mig(RecoveryRepo
     const auto entry = committer_.current().claims.at(uid);  // a copy: recreate_missing commits
     if (auto st = co_await recreate_missing(uid, entry, names, report); !st) report.errors.push_back(st.error());
   }
-  for (const auto& gpu : inventory_.dynamic_gpus()) (void)co_await dynamic_mig_->disable_if_unused(gpu);
+  if (proven)
+    for (const auto& gpu : inventory_.dynamic_gpus()) (void)co_await dynamic_mig_->disable_if_unused(gpu);
 }
 
 boost::asio::awaitable<Status> GpuClaimHandler::recreate_missing(const std::string& uid, const CheckpointedClaim& entry,

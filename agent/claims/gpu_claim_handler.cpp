@@ -285,7 +285,9 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
   if (!side) {
     std::vector<UndoGroup> undo;
     for (const auto& g : *groups) undo.push_back(undo_of(g, claim.uid, created));
-    (void)co_await undo_claim(claim, std::move(undo));  // the error below is the one to report
+    // The error below is the one kubelet gets; what the rollback left is told on its own.
+    if (auto st = co_await undo_claim(claim, std::move(undo)); !st)
+      report_failed_rollback(kGpuDriverName, claim, st.error(), options_.on_rollback_failed);
     co_return for_claim(side.error(), claim);
   }
 

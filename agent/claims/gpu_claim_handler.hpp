@@ -26,6 +26,7 @@
 #include "agent/claims/gpu_inventory.hpp"
 #include "agent/claims/helper_program_mps.hpp"
 #include "agent/claims/prepared_claim.hpp"
+#include "agent/claims/rollback_report.hpp"
 #include "agent/claims/sharing_plan.hpp"
 #include "agent/claims/share_step.hpp"
 #include "agent/claims/time_slicing.hpp"
@@ -69,6 +70,9 @@ struct GpuClaimHandlerOptions {
   // entry (repeated prepare or start-up); `note` says which file and what was wrong. The handler
   // logs it too; the agent also records a Warning Event.
   std::function<void(const kubelet::ClaimRef&, const std::string& note)> on_spec_rewritten;
+  // A failed prepare's rollback failed too (logged by the handler): the agent records a Warning
+  // Event on the claim and counts it.
+  RollbackFailed on_rollback_failed;
 };
 
 // Whether a checkpointed claim still exists in the API (same namespace, name and UID).
@@ -84,6 +88,14 @@ struct RecoveryReport {
   std::vector<std::string> recreated_migs; // DynamicMIG: "<claim uid>/<device>" found missing and recreated
   std::vector<std::string> rewritten_specs; // CDI specs of prepared claims found missing or malformed, rewritten
   std::vector<Error> errors;               // per claim/file; the rest carried on
+  // Checkpoint entries whose devices cannot be read (entry_readable): kept as they are, and while
+  // any is there no MIG device, MPS daemon or GPU binding is undone on a guess (issue #30).
+  struct Unreadable {
+    kubelet::ClaimRef claim;
+    std::string why;
+  };
+  std::vector<Unreadable> unreadable;
+  std::vector<std::string> kept_migs;  // DynamicMIG: MIG devices no readable entry owns, left in place
 };
 
 class GpuClaimHandler final : public kubelet::ClaimHandler {

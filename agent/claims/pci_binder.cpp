@@ -35,7 +35,8 @@ class SysfsPciBinder final : public PciBinder {
   }
   Status probe(const std::string& address) override { return write(pci_ / "drivers_probe", address); }
 
-  std::vector<GpuHolder> holders(unsigned minor) override {
+  Result<std::vector<GpuHolder>> holders(unsigned minor) override {
+    if (auto st = host_processes_visible(); !st) return st.error();
     // This agent is not a holder to wait for (self_holds); the host's /proc names it by its pid in the
     // host's pid namespace (<host>/proc/self), which differs from getpid() inside a container.
     std::error_code sec;
@@ -47,17 +48,23 @@ class SysfsPciBinder final : public PciBinder {
       const std::string pid = proc.path().filename();
       if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
       if (pid == own || pid == host_self) continue;
-      if (!holds(proc.path() / "fd", minor)) continue;
+      auto held = holds(proc.path() / "fd", minor);
+      if (!held) return held.error();
+      if (!*held) continue;
       std::ifstream comm(proc.path() / "comm");
       GpuHolder h;
       std::from_chars(pid.data(), pid.data() + pid.size(), h.pid);
       std::getline(comm, h.command);
       out.push_back(std::move(h));
     }
+    if (ec) return blind((root_ / "proc").string() + " cannot be listed (" + ec.message() + ")");
     return out;
   }
 
-  bool self_holds(unsigned minor) override { return holds("/proc/self/fd", minor); }
+  bool self_holds(unsigned minor) override {
+    auto held = holds("/proc/self/fd", minor);
+    return !held || *held;  // unreadable: let go of the GPU anyway (the release is harmless)
+  }
 
   std::string iommufd_cdev(const std::string& address) override {
     std::error_code ec;
@@ -69,16 +76,44 @@ class SysfsPciBinder final : public PciBinder {
  private:
   // Whether a process's fd directory has a link to /dev/nvidia<minor>. The link names the node in the
   // process's mount namespace: a driver container's /driver-root/dev/nvidiaN holds the GPU just the same.
-  static bool holds(const fs::path& fds, unsigned minor) {
+  // A process gone meanwhile holds nothing; one whose fds cannot be read is an error.
+  static Result<bool> holds(const fs::path& fds, unsigned minor) {
     const std::string node = "/dev/nvidia" + std::to_string(minor);
     std::error_code ec;
-    for (const auto& fd : fs::directory_iterator(fds, ec)) {
+    fs::directory_iterator it(fds, ec);
+    if (ec) {
+      std::error_code gone;
+      if (ec == std::errc::no_such_file_or_directory && !fs::exists(fds.parent_path(), gone)) return false;
+      return blind(fds.string() + " cannot be read (" + ec.message() + ")");
+    }
+    for (const auto& fd : it) {
       std::error_code lec;
       const std::string target = fs::read_symlink(fd.path(), lec).string();
       if (!lec && target.size() >= node.size() && target.compare(target.size() - node.size(), node.size(), node) == 0)
         return true;
     }
     return false;
+  }
+
+  // The host's process list shows the kernel's threads: pid 2 is kthreadd in the initial pid
+  // namespace only. Without it the agent sees a container's processes and would miss the host's.
+  Status host_processes_visible() const {
+    const fs::path proc = root_ / "proc";
+    std::ifstream comm(proc / "2" / "comm");
+    std::string name;
+    if (comm && std::getline(comm, name) && name == "kthreadd") return {};
+    std::error_code ec;
+    if (!fs::is_directory(proc, ec)) return blind(proc.string() + " is missing");
+    return blind(proc.string() + " is not the host's process list (it shows no kernel threads: pid 2 is not "
+                                 "kthreadd, so it is a container's pid namespace)");
+  }
+
+  static Error blind(const std::string& what) {
+    return make_error(ErrorCode::kFailedPrecondition,
+                      "cannot tell which host processes have the GPU open: " + what +
+                          ". The agent needs the host's processes to know the GPU is free before it leaves nvidia: "
+                          "run it with hostPID: true and privileged (the gpu-passthrough overlay of the shipped "
+                          "manifests does), with --host-root naming the host's / whose proc is the host's /proc");
   }
 
   // One write(2), as echo does: sysfs acts on each write. O_NONBLOCK: a write to a file nobody

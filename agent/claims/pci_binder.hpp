@@ -29,7 +29,10 @@ class PciBinder {
   // drivers_probe: the kernel binds the override, else the default driver.
   virtual Status probe(const std::string& address) = 0;
   // The processes holding /dev/nvidia<minor>, by pid; never this agent itself (self_holds says that).
-  virtual std::vector<GpuHolder> holders(unsigned minor) = 0;
+  // An error (kFailedPrecondition) when the agent cannot see them all: <host root>/proc unreadable or
+  // not the host's process list (no kernel threads: a container's pid namespace), or a process's
+  // fd directory it may not read. "No holders" is then never guessed (issue #30).
+  virtual Result<std::vector<GpuHolder>> holders(unsigned minor) = 0;
   // Whether this process has /dev/nvidia<minor> open (its NVML session attaches every GPU it asks
   // about): the nvidia driver's unbind waits for every open file of the GPU, its own included.
   virtual bool self_holds(unsigned minor) = 0;

@@ -205,4 +205,14 @@ Result<ClaimAllocation> decode_claim_status(const json::value& status, const std
   return out;
 }
 
+Status entry_readable(const std::string& uid, const CheckpointedClaim& entry) {
+  // A started entry's status decodes leniently (what cannot be read plans nothing); a completed
+  // entry's devices must decode, or nothing says which devices it holds.
+  if (entry.state != ClaimState::kPrepareCompleted) return {};
+  const kubelet::ClaimRef claim{entry.ns, entry.name, uid};
+  auto groups = decode_prepared_groups(entry.prepared_devices, claim.describe());
+  if (!groups) return groups.error();
+  return {};
+}
+
 }  // namespace nvdra::claims

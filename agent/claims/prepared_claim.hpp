@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agent/base/result.hpp"
+#include "agent/claims/checkpoint_model.hpp"
 #include "agent/claims/claim_source.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 
@@ -52,5 +53,10 @@ std::vector<kubelet::PreparedDevice> to_prepared_devices(const std::vector<Prepa
 boost::json::value encode_claim_status(const ClaimAllocation& allocation);
 // The inverse, for rolling back a PrepareStarted claim from its checkpoint entry alone.
 Result<ClaimAllocation> decode_claim_status(const boost::json::value& status, const std::string& uid);
+
+// Whether what a checkpoint entry records of its devices can be read: a completed entry's
+// preparedDevices, a started entry's status (what its rollback plans from). An entry that cannot be
+// read may own any device on the node, so nothing is destroyed on its behalf (issue #30).
+Status entry_readable(const std::string& uid, const CheckpointedClaim& entry);
 
 }  // namespace nvdra::claims

@@ -21,6 +21,25 @@ std::string claim_uid_of(std::string_view file) {
   return {};
 }
 
+// Claim spec files of this vendor that no checkpoint entry owns go (an unreadable entry owns its own).
+boost::asio::awaitable<void> remove_orphan_specs(runtime::WorkerPool& pool, cdi::SpecStore& specs,
+                                                 const CheckpointCommitter& committer, RecoveryReport& report) {
+  // optional: co_spawn needs a default-constructible result type.
+  auto listed = co_await pool.run([&specs] { return std::optional(specs.list()); });
+  auto& files = *listed;
+  if (!files) {
+    report.errors.push_back(files.error());
+    co_return;
+  }
+  for (const auto& file : *files) {
+    std::string uid = claim_uid_of(file);
+    if (uid.empty() || committer.current().claims.count(uid)) continue;
+    Status st = co_await pool.run([&specs, &uid] { return specs.remove_claim(cdi::kGpuVendor, uid); });
+    if (st) report.orphan_specs.push_back(file);
+    else report.errors.push_back(st.error());
+  }
+}
+
 }  // namespace
 
 boost::asio::awaitable<RecoveryReport> GpuClaimHandler::recover(ClaimExists exists) {
@@ -38,6 +57,11 @@ boost::asio::awaitable<RecoveryReport> GpuClaimHandler::recover(ClaimExists exis
       continue;
     }
     if (entry.state != ClaimState::kPrepareCompleted) continue;
+    if (auto readable = entry_readable(uid, entry); !readable) {
+      // Neither unprepared nor rolled back: nothing says what it holds, so it is kept as it is.
+      report.unreadable.push_back({claim, readable.error().describe()});
+      continue;
+    }
     // A claim without a recorded name (an older plugin's entry) cannot be asked about; one the API
     // still has, or that cannot be asked now, stays prepared.
     bool gone = false;
@@ -67,20 +91,7 @@ boost::asio::awaitable<RecoveryReport> GpuClaimHandler::recover(ClaimExists exis
     else if (*spec) report.rewritten_specs.push_back(uid);
   }
 
-  // optional: co_spawn needs a default-constructible result type.
-  auto listed = co_await pool_.run([this] { return std::optional(specs_.list()); });
-  auto& files = *listed;
-  if (!files) {
-    report.errors.push_back(files.error());
-    co_return report;
-  }
-  for (const auto& file : *files) {
-    std::string uid = claim_uid_of(file);
-    if (uid.empty() || committer_.current().claims.count(uid)) continue;
-    Status st = co_await pool_.run([this, &uid] { return specs_.remove_claim(cdi::kGpuVendor, uid); });
-    if (st) report.orphan_specs.push_back(file);
-    else report.errors.push_back(st.error());
-  }
+  co_await remove_orphan_specs(pool_, specs_, committer_, report);
   co_return report;
 }
 

@@ -104,7 +104,12 @@ boost::asio::awaitable<Status> VfioStep::wait_until_free(const InventoryDevice& 
   if (!d.has_minor) co_return Status{};
   const unsigned minor = d.minor;
   for (;;) {
-    auto holders = co_await pool_.run([&] { return binder_.holders(minor); });
+    auto seen = co_await pool_.run([&] { return binder_.holders(minor); });
+    // Blind (no host /proc): fail now, naming what is missing, rather than guess the GPU is free.
+    if (!seen)
+      co_return make_error(seen.error().code, "GPU " + d.pci_bus_id + " (" + d.name + ", /dev/nvidia" +
+                                                  std::to_string(minor) + ") stays on nvidia: " + seen.error().message);
+    const auto& holders = *seen;
     if (holders.empty()) co_return Status{};
     if (Clock::now() >= deadline)
       co_return make_error(ErrorCode::kUnavailable,

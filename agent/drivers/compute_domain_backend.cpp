@@ -71,6 +71,7 @@ boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::
 
   ComputeDomainClaimOptions options;
   options.host_managed = parts->host_managed;
+  options.on_rollback_failed = rollback_reporter(events_, [m = &ctx_.metrics] { m->rollback_failed(config::kComputeDomainDriverName); });
   options.gates = claims::ConfigGates{o.gates.enabled(config::gate::kTimeSlicingSettings),
                                       o.gates.enabled(config::gate::kMPSSupport),
                                       o.gates.enabled(config::gate::kPassthroughSupport),

@@ -214,7 +214,9 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> ComputeDoma
     return spec;
   });
   if (!built) {
-    (void)co_await forget(claim);  // the error below is the one to report
+    // The error below is the one kubelet gets; what the rollback left is told on its own.
+    if (auto st = co_await forget(claim); !st)
+      claims::report_failed_rollback(claims::kComputeDomainDriverName, claim, st.error(), options_.on_rollback_failed);
     co_return for_claim(built.error(), claim);
   }
   kubelet::PreparedDevice device{{result.base_request}, result.pool, std::string(imex::kChannelDevice),

@@ -22,6 +22,7 @@
 
 #include "agent/claims/checkpoint_committer.hpp"
 #include "agent/claims/opaque_config.hpp"
+#include "agent/claims/rollback_report.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "cdi/device_edits.hpp"
 #include "cdi/spec_store.hpp"
@@ -37,6 +38,7 @@ struct ComputeDomainClaimOptions {
   std::string clique_id;        // this node's NVLink clique; "" fails prepare (permanent)
   std::string clique_problem;   // why NVML could not tell the clique, when it could not
   claims::ConfigGates gates;
+  claims::RollbackFailed on_rollback_failed;  // a failed prepare's rollback failed too (issue #30)
 };
 
 // Extra admission for new prepares (the --imex-check=enforce policy); empty: always allowed.

@@ -7,6 +7,9 @@
 // A failed start() fails this driver only (the Supervisor restarts it with backoff); the other
 // driver keeps running. All calls on the io_context thread.
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <functional>
 #include <memory>
@@ -44,6 +47,15 @@ class DriverBackend {
   virtual boost::asio::awaitable<void> run_health() { co_return; }
   // Sets the health columns of the status rows (default: left "unknown", nothing measures it).
   virtual void fill_health(std::vector<systemd_bus::DeviceStatus>& rows) const { (void)rows; }
+  // Returns (why) when the node's driver changed under the running backend (unloaded, another version
+  // loaded): the DriverComponent then starts the driver again, NVML opened anew (issue #30). Never
+  // returns by default. Cancellable.
+  virtual boost::asio::awaitable<std::string> driver_changed() {
+    boost::asio::steady_timer never(co_await boost::asio::this_coro::executor,
+                                    boost::asio::steady_timer::time_point::max());
+    co_await never.async_wait(boost::asio::use_awaitable);
+    co_return std::string();
+  }
   // What this node publishes for the driver; called after start().
   virtual boost::asio::awaitable<Result<DriverResources>> resources() = 0;
   // The claims as the checkpoint holds them now (for status), or null before start().

@@ -16,12 +16,14 @@
 #include <exception>
 #include <filesystem>
 #include <stdexcept>
+#include <variant>
 
 #include "agent/base/log.hpp"
 #include "agent/drivers/api_connection.hpp"
 #include "agent/drivers/backend_factory.hpp"
 #include "agent/drivers/event_reporting.hpp"
 #include "agent/drivers/heap_trimming_handler.hpp"
+#include "agent/drivers/node_gpus.hpp"
 #include "agent/drivers/shared_server_facts.hpp"
 #include "agent/kubelet/concurrently.hpp"
 #include "agent/runtime/readiness.hpp"
@@ -52,6 +54,18 @@ DriverComponent::DriverComponent(config::DriverKind kind, RunContext& ctx)
   const auto cfg = plugin_config();
   // Checked now so a path that cannot work stops start-up with one clear line, not a restart loop.
   (void)kubelet::socket_paths(cfg.driver_name, cfg.registrar_dir, cfg.plugin_data_dir, cfg.rolling_update_uid);
+  // GPUs only: while the node has no NVIDIA driver yet, the status and the health check say so.
+  // Start-up is over for it (READY=1): under systemd a start that waits for a driver to be installed
+  // would time out and be restarted in a loop.
+  if (kind_ == config::DriverKind::kGpu)
+    ctx_.gpus.on_waiting_change([this] {
+      if (!ctx_.gpus.waiting().empty()) {
+        ctx_.readiness.satisfy(registered_condition(kind_));
+        ctx_.readiness.satisfy(published_condition(kind_));
+      }
+      report("");
+      registration_changed();
+    });
 }
 
 DriverComponent::~DriverComponent() = default;
@@ -77,6 +91,10 @@ kubelet::PluginServerConfig DriverComponent::plugin_config() const {
   cfg.plugin_data_dir = (fs::path(ctx_.options.kubelet_plugins_dir) / name()).string();
   cfg.rolling_update_uid = ctx_.options.rolling_update_uid;
   return cfg;
+}
+
+std::string DriverComponent::waiting() const {
+  return kind_ == config::DriverKind::kGpu ? ctx_.gpus.waiting() : std::string();
 }
 
 kubelet::RegistrationStatus DriverComponent::registration() const {
@@ -106,6 +124,7 @@ const char* registration_text(kubelet::RegistrationState state) {
 }  // namespace
 
 void DriverComponent::report(std::string detail) {
+  if (detail.empty() && kind_ == config::DriverKind::kGpu) detail = ctx_.gpus.waiting();
   if (detail.empty() && backend_) detail = backend_->notice();
   ctx_.status.set_driver(systemd_bus::DriverStatus{name(), registration_text(registration().state), published_,
                                                    std::move(detail)});
@@ -206,6 +225,17 @@ boost::asio::awaitable<void> DriverComponent::publish() {
       publisher_->set_desired(std::move(changed));
     });
   }
+  auto changed = co_await (serve_devices() || backend_->driver_changed());
+  if (changed.index() == 1) {
+    // Not a crash: the node's driver was upgraded or reloaded. NVML, discovery, CDI driver files and
+    // slices come again from the new one; the checkpoint keeps the prepared claims.
+    ctx_.gpus.forget();
+    throw std::runtime_error("driver " + name() + ": " + std::get<1>(changed) + "; serving again with the new driver");
+  }
+}
+
+boost::asio::awaitable<void> DriverComponent::serve_devices() {
+  using namespace boost::asio::experimental::awaitable_operators;
   if (backend_->health()) {
     co_await (backend_->run_health() || follow_health());
     co_return;

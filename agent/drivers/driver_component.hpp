@@ -37,6 +37,8 @@ class DriverComponent final : public Component {
 
   // What kubelet last said about this driver's registration (io_context thread; for the status
   // service). kWaiting while not serving.
+  // Why the driver waits for the node ("waiting for the NVIDIA driver: …"), else "".
+  std::string waiting() const;
   kubelet::RegistrationStatus registration() const;
   // Where this driver's plugin listens (fixed for the component's life).
   kubelet::SocketPaths sockets() const;
@@ -57,6 +59,7 @@ class DriverComponent final : public Component {
   // Hands the devices to the publisher (when there is an API server) and follows health until cancelled.
   boost::asio::awaitable<void> publish();
   boost::asio::awaitable<void> follow_health();
+  boost::asio::awaitable<void> serve_devices();  // device health followed, or nothing, until cancelled
   std::vector<systemd_bus::DeviceStatus> health_rows(const std::vector<PublishedDevice>& devices) const;
   void report(std::string detail);  // this driver's row in AgentStatus
   void registration_changed();

@@ -18,6 +18,19 @@ void warn_about_node(k8s::EventRecorder* events, const std::string& node, const 
   events->record(k8s::EventInfo{node_object(node), k8s::kEventTypeWarning, reason, action, std::move(note)});
 }
 
+void warn_about_claim(k8s::EventRecorder* events, const kubelet::ClaimRef& claim, const char* reason,
+                      const char* action, std::string note) {
+  if (!events) return;
+  events->record(k8s::EventInfo{claim_object(claim), k8s::kEventTypeWarning, reason, action, std::move(note)});
+}
+
+claims::RollbackFailed rollback_reporter(k8s::EventRecorder* events, std::function<void()> count) {
+  return [events, count = std::move(count)](const kubelet::ClaimRef& claim, const std::string& left) {
+    warn_about_claim(events, claim, kReasonRollbackFailed, kActionPrepare, left);
+    if (count) count();
+  };
+}
+
 EventReportingHandler::EventReportingHandler(kubelet::ClaimHandler& inner, k8s::EventRecorder& events)
     : inner_(inner), events_(events) {}
 

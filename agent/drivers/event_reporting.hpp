@@ -2,9 +2,11 @@
 // What the agent tells operators through Kubernetes Events (events.k8s.io/v1, k8s::EventRecorder):
 // the reasons and actions, the references to the objects they are about, and a ClaimHandler
 // decorator that reports each failed prepare/unprepare with the message kubelet gets.
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "agent/claims/rollback_report.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "k8s/event_codec.hpp"
 
@@ -22,6 +24,9 @@ inline constexpr const char* kActionLoadCheckpoint = "LoadCheckpoint";
 inline constexpr const char* kReasonCdiSpecRemoved = "OrphanCDISpecRemoved";  // a claim spec no entry owns
 inline constexpr const char* kReasonCdiSpecRewritten = "CDISpecRewritten";     // a prepared claim's, damaged
 inline constexpr const char* kActionRecoverCdiSpecs = "RecoverCDISpecs";
+inline constexpr const char* kReasonRollbackFailed = "RollbackFailed";  // a failed prepare left something
+inline constexpr const char* kReasonCheckpointEntryUnreadable = "CheckpointEntryUnreadable";  // kept aside
+inline constexpr const char* kActionRecoverClaims = "RecoverClaims";
 inline constexpr const char* kReasonImexUnitDown = "IMEXUnitDown";
 inline constexpr const char* kActionCheckImexUnit = "CheckIMEXUnit";
 
@@ -34,6 +39,14 @@ std::string reporting_instance(const std::string& driver, const std::string& nod
 // Records a Warning regarding the node (checkpoint, IMEX unit); no-op without a recorder.
 void warn_about_node(k8s::EventRecorder* events, const std::string& node, const char* reason, const char* action,
                      std::string note);
+
+// Records a Warning regarding the claim; no-op without a recorder.
+void warn_about_claim(k8s::EventRecorder* events, const kubelet::ClaimRef& claim, const char* reason,
+                      const char* action, std::string note);
+
+// What a driver tells of a failed rollback (issue #30): a RollbackFailed Warning on the claim, then
+// `count` (nvdra_rollback_failures_total{driver}). `events` may be null (no Event then).
+claims::RollbackFailed rollback_reporter(k8s::EventRecorder* events, std::function<void()> count);
 
 class EventReportingHandler final : public kubelet::ClaimHandler {
  public:

@@ -125,7 +125,9 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   const std::string data_dir = (fs::path(o.kubelet_plugins_dir) / config::kGpuDriverName).string();
   auto parts = std::make_unique<Parts>();
   const bool passthrough = o.gates.enabled(config::gate::kPassthroughSupport);
-  auto gpus = co_await ctx_.gpus.get();
+  // Without PassthroughSupport a node whose NVIDIA driver is not installed yet waits for it here, before
+  // kubelet is served or a slice published (issue #30): no empty slice, no restart loop.
+  auto gpus = co_await (passthrough ? ctx_.gpus.get() : ctx_.gpus.get_or_wait());
   if (!gpus && !passthrough) co_return gpus.error();
   if (gpus) {
     parts->gpus = std::move(*gpus);
@@ -186,6 +188,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
     fm_retry = co_await connect_at_start(*p.fabric, std::move(probe.load), ctx_.status);
     ho.fabric = p.fabric.get();
   }
+  ho.on_rollback_failed = rollback_reporter(events_, [m = &ctx_.metrics] { m->rollback_failed(config::kGpuDriverName); });
   ho.on_spec_rewritten = [this, node = o.node_name](const kubelet::ClaimRef&, const std::string& note) {
     warn_about_node(events_, node, kReasonCdiSpecRewritten, kActionRecoverCdiSpecs,
                     "driver " + std::string(config::kGpuDriverName) + ": " + note);
@@ -212,21 +215,7 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
     if (!have_api) co_return true;
     co_return co_await claims::claim_exists(*source, std::move(ref));
   };
-  const auto report = co_await p.handler->recover(std::move(exists));
-  for (const auto& uid : report.rolled_back) log->info("claim uid={} unfinished prepare rolled back", uid);
-  for (const auto& uid : report.unprepared) log->info("claim uid={} gone from the API: unprepared", uid);
-  for (const auto& f : report.orphan_specs) {
-    log->warn("cdi spec={} owned by no claim: removed", f);
-    warn_about_node(events_, o.node_name, kReasonCdiSpecRemoved, kActionRecoverCdiSpecs,
-                    "driver " + std::string(config::kGpuDriverName) + ": CDI spec " + f +
-                        " is owned by no prepared claim (foreign, malformed or left behind): removed");
-  }
-  for (const auto& m : report.orphan_migs) log->info("mig device={} owned by no claim: destroyed", m);
-  for (const auto& m : report.recreated_migs) log->info("mig device={} of a prepared claim was missing: recreated", m);
-  for (const auto& e : report.errors) {
-    log->warn("recovery: {}", e.describe());
-    ctx_.status.record_error(config::kGpuDriverName, "recovery: " + e.describe());
-  }
+  report_recovery(co_await p.handler->recover(std::move(exists)));
   if (o.gates.enabled(config::gate::kNVMLDeviceHealthCheck)) {
     const auto devices =
         nvml::published_gpu_resources(p.gpus->model, o.gates.enabled(config::gate::kDynamicMIG)).devices;

@@ -7,7 +7,10 @@
 
 #include "agent/drivers/driver_backend.hpp"
 
-namespace nvdra::claims { struct GpuClaimHandlerOptions; }
+namespace nvdra::claims {
+struct GpuClaimHandlerOptions;
+struct RecoveryReport;
+}  // namespace nvdra::claims
 namespace nvdra::config { struct Options; }
 
 namespace nvdra::drivers {
@@ -24,6 +27,7 @@ class GpuBackend final : public DriverBackend {
   void fill_health(std::vector<systemd_bus::DeviceStatus>& rows) const override;
   boost::asio::awaitable<Result<DriverResources>> resources() override;
   const claims::Checkpoint* checkpoint() const override;
+  boost::asio::awaitable<std::string> driver_changed() override;  // gpu_backend_recovery.cpp
   std::string notice() const override;
 
   struct Parts;  // what start() builds (defined in the .cpp)
@@ -32,6 +36,8 @@ class GpuBackend final : public DriverBackend {
 
  private:
   DriverResources current_resources() const;
+  // recover()'s outcome: log lines, Events, status errors and metrics (gpu_backend_recovery.cpp).
+  void report_recovery(const claims::RecoveryReport& report);
   void wire_passthrough(Parts& p, claims::GpuClaimHandlerOptions& ho, const config::Options& o);
 
   RunContext& ctx_;

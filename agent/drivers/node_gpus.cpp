@@ -14,6 +14,7 @@
 
 #include "agent/base/log.hpp"
 #include "agent/config/options.hpp"
+#include "agent/drivers/driver_watch.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "nvml/discovery.hpp"
 
@@ -66,6 +67,41 @@ boost::asio::awaitable<Result<std::shared_ptr<DiscoveredGpus>>> NodeGpus::get() 
   if (opened) discovered_ = *opened;
   for (auto& w : waiters_) w->cancel();
   co_return opened;
+}
+
+namespace {
+// How often the driver is tried while no watched directory changes (a directory created later, a
+// filesystem without inotify): well under a kubelet-visible delay, cheap (one dlopen and nvmlInit).
+constexpr std::chrono::milliseconds kDriverRetry{2000};
+}  // namespace
+
+void NodeGpus::set_waiting(std::string why) {
+  if (why == waiting_) return;
+  waiting_ = std::move(why);
+  for (auto& f : waiting_listeners_) f();
+}
+
+boost::asio::awaitable<Result<std::shared_ptr<DiscoveredGpus>>> NodeGpus::get_or_wait() {
+  auto got = co_await get();
+  if (got || got.error().code != ErrorCode::kUnavailable) co_return got;
+  auto log = nvdra::logger("nvml");
+  // The watch first, then one more try: a driver that appeared in between is not missed.
+  DriverWatch watch(ex_, driver_watch_dirs(options_));
+  const auto since = std::chrono::steady_clock::now();
+  for (got = co_await get(); !got && got.error().code == ErrorCode::kUnavailable; got = co_await get()) {
+    const std::string why = "waiting for the NVIDIA driver: " + got.error().describe();
+    if (why != waiting_) log->warn("{} (watching {} directories; no restart needed once it is installed)", why,
+                                   watch.watched());
+    set_waiting(why);
+    co_await watch.next(kDriverRetry);
+  }
+  if (got) {
+    const auto waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+    log->info("NVIDIA driver {} found after waiting {:.1f} s: {} GPU(s)", (*got)->model.system.driver_version, waited,
+              (*got)->model.gpus.size());
+  }
+  set_waiting("");
+  co_return got;
 }
 
 }  // namespace nvdra::drivers

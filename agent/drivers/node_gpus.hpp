@@ -10,7 +10,9 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "agent/base/result.hpp"
@@ -35,6 +37,19 @@ class NodeGpus {
   // Starts the lookup now, without a caller: NVML's open and discovery are the longest step of a
   // start, and the drivers ask only after creating their API clients. A failure is not kept.
   void prefetch();
+  // get(), but while NVML says the driver is not there (kUnavailable: no library, kernel module not
+  // loaded) it waits for it instead of failing: logs "waiting for the NVIDIA driver" once, sets
+  // waiting(), and tries again at each change DriverWatch sees (or its fallback period). Other
+  // errors end the wait. Cancellable.
+  boost::asio::awaitable<Result<std::shared_ptr<DiscoveredGpus>>> get_or_wait();
+  // Why the GPUs are not there yet while get_or_wait() waits ("waiting for the NVIDIA driver: …"),
+  // else "". For the status and the health check.
+  const std::string& waiting() const { return waiting_; }
+  // Drops the session found so far (the driver changed under it): the next get() opens NVML again.
+  // The library closes once its last holder (the GPU driver's parts) lets go.
+  void forget() { discovered_.reset(); }
+  // Called when waiting() changes (status and health refresh).
+  void on_waiting_change(std::function<void()> f) { waiting_listeners_.push_back(std::move(f)); }
 
  private:
   boost::asio::any_io_executor ex_;
@@ -42,6 +57,9 @@ class NodeGpus {
   const config::Options& options_;
   std::shared_ptr<DiscoveredGpus> discovered_;
   bool opening_ = false;
+  std::string waiting_;
+  std::vector<std::function<void()>> waiting_listeners_;
+  void set_waiting(std::string why);
   std::vector<std::shared_ptr<boost::asio::steady_timer>> waiters_;  // woken when an attempt ends
 };
 

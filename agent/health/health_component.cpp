@@ -90,10 +90,13 @@ asio::awaitable<void> HealthComponent::check_until_cancelled() {
 asio::awaitable<void> HealthComponent::check_once() {
   auto log = nvdra::logger("healthcheck");
   std::vector<std::string> errors(targets_.size());
+  std::vector<bool> waiting(targets_.size());
   for (std::size_t i = 0; i < targets_.size(); ++i) {
     const auto& t = targets_[i];
     if (auto state = t.registration(); state != kubelet::RegistrationState::kRegistered) {
-      errors[i] = not_registered(state);
+      const std::string why = t.waiting ? t.waiting() : std::string();
+      waiting[i] = !why.empty();
+      errors[i] = waiting[i] ? why : not_registered(state);
       continue;
     }
     errors[i] = co_await probe_plugin(t.sockets, kProbeDeadline);
@@ -102,9 +105,11 @@ asio::awaitable<void> HealthComponent::check_once() {
       errors[i] = not_registered(state);
   }
   bool all = true;
+  bool alive = true;  // every driver serves or waits for what only the node can bring
   for (std::size_t i = 0; i < targets_.size(); ++i) {
     const bool serving = errors[i].empty();
     all = all && serving;
+    alive = alive && (serving || waiting[i]);
     endpoint_->set(targets_[i].driver, serving);
     if (errors[i] == last_errors_[i]) continue;
     if (serving) log->info("healthcheck driver={} SERVING", targets_[i].driver);
@@ -112,7 +117,7 @@ asio::awaitable<void> HealthComponent::check_once() {
     last_errors_[i] = errors[i];
   }
   endpoint_->set("", all);
-  endpoint_->set(kLiveness, all);
+  endpoint_->set(kLiveness, alive);
   if (static_cast<int>(all) != last_all_) {
     log->info("healthcheck status={}", all ? "SERVING" : "NOT_SERVING");
     last_all_ = static_cast<int>(all);

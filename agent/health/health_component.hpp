@@ -32,6 +32,10 @@ struct HealthTarget {
   std::string driver;                                          // also its health service name
   kubelet::SocketPaths sockets;                                // where its plugin listens
   std::function<kubelet::RegistrationState()> registration;    // io_context thread
+  // Why the driver cannot serve yet through no fault of its own ("waiting for the NVIDIA driver: …"),
+  // else "" (may be empty): its service says NOT_SERVING with that reason, but liveness stays
+  // SERVING — restarting the agent would not bring the driver (issue #30).
+  std::function<std::string()> waiting;
 };
 
 inline constexpr std::chrono::seconds kRecheckInterval{5};

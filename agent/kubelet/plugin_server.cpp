@@ -51,6 +51,12 @@ std::unique_ptr<grpc::Server> listen_unix(const std::string& path, const std::ve
   // process: kubelet does not ask on these sockets, and upstream serves none there.
   builder.SetOption(std::make_unique<grpc::HealthCheckServiceServerBuilderOption>(nullptr));
   builder.AddListeningPort("unix:" + bind_path, grpc::InsecureServerCredentials());
+  // kubelet keeps one connection per plugin for as long as the plugin is registered, idle for hours
+  // (kubernetes #133920): keepalive pings on it, with or without calls, are welcome. grpc's default
+  // policy answers a third ping within 5 minutes without calls with GOAWAY (too_many_pings), which
+  // drops the connection kubelet's health stream and next prepare rely on.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);  // 0: never GOAWAY for pings
   for (auto* s : services) builder.RegisterService(s);
   auto server = builder.BuildAndStart();
   if (!server) throw std::runtime_error("cannot listen on unix socket " + bind_path + " (gRPC refused the address)");

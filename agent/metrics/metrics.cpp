@@ -90,6 +90,12 @@ struct Metrics::Families {
                                          "recovery_action).")),
         devices_by_health(build<Gauge>(r, "nvdra_devices",
                                        "Devices gpu.nvidia.com watches, by health (healthy, unhealthy, unknown).")),
+        rollback_failures(build<Counter>(r, "nvdra_rollback_failures_total",
+                                         "Failed prepares whose rollback failed too (something of the claim was "
+                                         "left behind), by driver.")),
+        unreadable_claims(build<Gauge>(r, "nvdra_checkpoint_unreadable_claims",
+                                       "Checkpoint entries whose devices cannot be read, kept aside with their "
+                                       "devices left alone, by driver.")),
         mps_daemons(build<Gauge>(r, "nvdra_mps_control_daemons",
                                  "MPS control daemons held by prepared claims (from the checkpoint).")),
         imex_unit(build<Gauge>(r, "nvdra_imex_unit_state",
@@ -122,6 +128,8 @@ struct Metrics::Families {
   Family<Counter>& gpu_lost;
   Family<Counter>& health_recoveries;
   Family<Gauge>& devices_by_health;
+  Family<Counter>& rollback_failures;
+  Family<Gauge>& unreadable_claims;
   Family<Gauge>& mps_daemons;
   Family<Gauge>& imex_unit;
   Family<Gauge>& build_info;
@@ -236,6 +244,13 @@ void Metrics::devices_by_health(std::size_t healthy, std::size_t unhealthy, std:
   f_->devices_by_health.Add({{"health", "healthy"}}).Set(static_cast<double>(healthy));
   f_->devices_by_health.Add({{"health", "unhealthy"}}).Set(static_cast<double>(unhealthy));
   f_->devices_by_health.Add({{"health", "unknown"}}).Set(static_cast<double>(unknown));
+}
+
+void Metrics::rollback_failed(std::string_view driver) {
+  f_->rollback_failures.Add({{"driver", s(driver)}}).Increment();
+}
+void Metrics::unreadable_claims(std::string_view driver, std::size_t count) {
+  f_->unreadable_claims.Add({{"driver", s(driver)}}).Set(static_cast<double>(count));
 }
 
 void Metrics::scrape_started() { f_->scrapes_inflight.Add({}).Increment(); }

@@ -55,6 +55,10 @@ class Metrics final : public Sink {
   // A type seen once stays on the page (0 when none are left).
   void set_prepared_devices(std::string_view driver, const std::map<std::string, int64_t>& by_type);
   void set_mps_daemons(std::string_view driver, int64_t daemons);
+  // A failed prepare whose rollback failed too (something of the claim was left behind).
+  void rollback_failed(std::string_view driver);
+  // Checkpoint entries whose devices cannot be read, kept aside at start-up (their devices left alone).
+  void unreadable_claims(std::string_view driver, std::size_t count);
   // The host IMEX unit: systemd's ActiveState, or "unknown" while systemd cannot be asked.
   void set_imex_unit(std::string_view unit, std::string_view active_state);
 

@@ -7,7 +7,12 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/redirect_error.hpp>
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <exception>
+#include <memory>
+#include <typeinfo>
 
 #include "agent/base/log.hpp"
 #include "agent/base/backoff.hpp"
@@ -15,6 +20,21 @@
 namespace asio = boost::asio;
 
 namespace nvdra::runtime {
+
+namespace {
+
+// What a thrown value that is not a std::exception was: its demangled type (gcc/clang ABI).
+std::string describe_unknown_exception() {
+  std::string type = "unknown type";
+  if (const std::type_info* t = abi::__cxa_current_exception_type()) {
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(t->name(), nullptr, nullptr, &status), std::free);
+    type = status == 0 && name ? name.get() : t->name();
+  }
+  return "threw a value of type " + type + " (not a std::exception)";
+}
+
+}  // namespace
 
 struct Supervisor::Task {
   std::string name;
@@ -64,6 +84,9 @@ asio::awaitable<void> Supervisor::supervise(std::shared_ptr<Task> task) {
       failure = e.what();
     } catch (const std::exception& e) {
       failure = e.what();
+    } catch (...) {
+      // Whatever a task throws is a failure to log and restart from, never a silent end.
+      failure = describe_unknown_exception();
     }
     if (stopping_) co_return;
     if (task->policy == OnFailure::kExitProcess) {

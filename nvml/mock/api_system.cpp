@@ -101,6 +101,7 @@ const char* nvmlErrorString(nvmlReturn_t r) {
     case NVML_ERROR_NOT_FOUND: return "Not Found";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "RM has detected an NVML/RM version mismatch.";
     case NVML_ERROR_TIMEOUT: return "Timeout";
     case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
     case NVML_ERROR_RESET_REQUIRED: return "GPU requires reset";
@@ -116,14 +117,17 @@ const char* nvmlErrorString(nvmlReturn_t r) {
 nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
   auto s = current_session();
   if (!s) return NVML_ERROR_UNINITIALIZED;
-  return copy_out(version, length, s->profile.driver_version);
+  // The module unloaded, or another version loaded, under a running session (a driver upgrade).
+  if (!driver_loaded()) return NVML_ERROR_DRIVER_NOT_LOADED;
+  if (driver_version_now(s->profile) != s->driver_version) return NVML_ERROR_LIB_RM_VERSION_MISMATCH;
+  return copy_out(version, length, s->driver_version);
 }
 
 nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length) {
   auto s = current_session();
   if (!s) return NVML_ERROR_UNINITIALIZED;
   const int major = s->profile.cuda_driver_version / 1000;
-  return copy_out(version, length, std::to_string(major) + "." + s->profile.driver_version);
+  return copy_out(version, length, std::to_string(major) + "." + s->driver_version);
 }
 
 nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* v) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 
 #ifndef NVDRA_MOCK_PROFILES_DIR
@@ -87,6 +88,12 @@ nvmlReturn_t session_init() {
                    env_or("NVDRA_MOCK_PROFILES_DIR", NVDRA_MOCK_PROFILES_DIR) + " or a path to a .yaml file)";
     return NVML_ERROR_DRIVER_NOT_LOADED;
   }
+  // NVDRA_MOCK_DRIVER_NODE: a file standing for the loaded kernel module (its /dev/nvidiactl). While
+  // it is missing nvmlInit answers DRIVER_NOT_LOADED, as on a node whose driver is not installed yet.
+  if (!driver_loaded()) {
+    g.last_error = env_or("NVDRA_MOCK_DRIVER_NODE", "") + " does not exist: the NVIDIA kernel module is not loaded";
+    return NVML_ERROR_DRIVER_NOT_LOADED;
+  }
   const std::string dir = env_or("NVDRA_MOCK_PROFILES_DIR", NVDRA_MOCK_PROFILES_DIR);
   const std::string path = resolve_profile_path(name, dir);
   auto profile = load_profile(path);
@@ -99,6 +106,7 @@ nvmlReturn_t session_init() {
   const bool by_name = path != name;
   s->state = std::make_unique<StateFile>(state_path_for(path, by_name), s->profile);
   s->caps_root = env_or("NVDRA_MOCK_HOST_ROOT", "");
+  s->driver_version = driver_version_now(s->profile);
   if (!s->caps_root.empty()) {
     // The caps of instances that exist at "boot" (the profile's layout, or an earlier process's).
     const Session& session = *s;
@@ -111,6 +119,20 @@ nvmlReturn_t session_init() {
   g.last_error.clear();
   g.refcount = 1;
   return NVML_SUCCESS;
+}
+
+bool driver_loaded() {
+  const char* node = std::getenv("NVDRA_MOCK_DRIVER_NODE");
+  return node == nullptr || *node == '\0' || ::access(node, F_OK) == 0;
+}
+
+std::string driver_version_now(const MachineProfile& profile) {
+  const char* file = std::getenv("NVDRA_MOCK_DRIVER_VERSION_FILE");
+  if (file == nullptr || *file == '\0') return profile.driver_version;
+  std::ifstream in(file);
+  std::string version;
+  if (!in || !std::getline(in, version) || version.empty()) return profile.driver_version;
+  return version;
 }
 
 Session::~Session() {

@@ -36,11 +36,20 @@ struct Session {
   // process's /proc/self/fd shows the hold as a real one does; profile index -> fd.
   std::mutex attach_mu;
   std::map<unsigned, int> attached;
+  // The kernel module's version this session started with (driver_version_now()); a later one
+  // makes nvmlSystemGetDriverVersion answer LIB_RM_VERSION_MISMATCH, as after a driver upgrade.
+  std::string driver_version;
   Session() = default;
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
   ~Session();
 };
+
+// The simulated node's driver (issue #30): NVDRA_MOCK_DRIVER_NODE names a file standing for the loaded
+// kernel module (missing: DRIVER_NOT_LOADED); NVDRA_MOCK_DRIVER_VERSION_FILE, when it exists, holds the
+// module's version (else the profile's).
+bool driver_loaded();
+std::string driver_version_now(const MachineProfile& profile);
 
 // Attaches the profile's GPU `gpu` to `session` (see Session::attached); idempotent.
 void attach_gpu(Session& session, unsigned gpu);

@@ -54,6 +54,32 @@ TEST(Supervisor, FailingTaskIsRestartedUntilItSucceeds) {
   EXPECT_EQ(sup.exit_code(), 0);
 }
 
+// Issue #30: a value that is not a std::exception ended the task with no log and no restart.
+TEST(Supervisor, TaskThrowingANonStdExceptionIsRestartedToo) {
+  asio::io_context io;
+  Supervisor sup(io.get_executor());
+  int attempts = 0;
+  sup.spawn("odd", [&attempts]() -> asio::awaitable<void> {
+    if (++attempts < 3) throw 42;
+    co_return;
+  }, OnFailure::kRestart);
+  io.run();
+  EXPECT_EQ(attempts, 3);
+  EXPECT_EQ(sup.exit_code(), 0);
+}
+
+TEST(Supervisor, FatalTaskThrowingANonStdExceptionStopsTheAgent) {
+  asio::io_context io;
+  Supervisor sup(io.get_executor());
+  struct Odd {};
+  sup.spawn("odd", []() -> asio::awaitable<void> {
+    throw Odd{};
+    co_return;
+  }, OnFailure::kExitProcess);
+  io.run();
+  EXPECT_EQ(sup.exit_code(), 1);
+}
+
 TEST(Supervisor, FatalTaskStopsEverythingWithStatusOne) {
   asio::io_context io;
   Supervisor sup(io.get_executor());

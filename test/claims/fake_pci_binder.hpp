@@ -4,6 +4,7 @@
 // the test says. Thread-safe (the step calls it from the worker pool).
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "agent/claims/pci_binder.hpp"
@@ -44,9 +45,11 @@ class FakePciBinder final : public PciBinder {
     if (!refused.count(a) && drivers[a].empty()) drivers[a] = overrides[a].empty() ? defaults[a] : overrides[a];
     return {};
   }
-  std::vector<GpuHolder> holders(unsigned minor) override {
+  std::optional<Error> blind;  // set: holders() cannot see the host's processes
+  Result<std::vector<GpuHolder>> holders(unsigned minor) override {
     std::lock_guard lock(mu);
     ++holder_reads;
+    if (blind) return *blind;
     return busy[minor];
   }
   std::set<unsigned> self_held;  // minors this process itself has open (its NVML session)

@@ -99,6 +99,21 @@ TEST_F(VfioStepTest, ABusyGpuFailsAfterTheDeadlineNamingItsHoldersAndStaysOnNvid
   EXPECT_TRUE(kernel.log.empty());
 }
 
+TEST_F(VfioStepTest, ABlindBusyCheckFailsAtOnceAndTheGpuStaysOnNvidia) {
+  // Issue #30: not seeing the host's processes is never taken for "no holders".
+  options.busy_deadline = std::chrono::hours(1);
+  kernel.blind = make_error(ErrorCode::kFailedPrecondition, "cannot tell which host processes have the GPU open");
+  auto s = step();
+  auto r = run_awaitable(io, s.hand_over(device));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(r.error().message, "GPU 0000:18:00.0 (gpu-vfio-0, /dev/nvidia3) stays on nvidia: cannot tell which host "
+                               "processes have the GPU open");
+  EXPECT_EQ(kernel.holder_reads, 1);
+  EXPECT_EQ(kernel.drivers[kGpu], "nvidia");
+  EXPECT_TRUE(kernel.log.empty());
+}
+
 TEST_F(VfioStepTest, TheBusyWaitEndsAtTheClaimsDeadlineNotOnePerGpu) {
   // A GPU handed over late in a claim gets what is left of the claim's wait, not a wait of its own:
   // past the claim's deadline one look at its holders decides.

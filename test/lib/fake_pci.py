@@ -121,6 +121,7 @@ class FakePciHost:
         os.makedirs(os.path.join(self.sys, "module", "vfio_pci"), exist_ok=True)
         os.makedirs(os.path.join(self.root, "dev", "vfio"), exist_ok=True)
         _write(os.path.join(self.root, "dev", "vfio", "vfio"), "")
+        self.restore_host_processes()
         if self.iommufd:
             _write(os.path.join(self.root, "dev", "iommu"), "")
         _write(os.path.join(self.root, "usr", "share", "misc", "pci.ids"), PCI_IDS)
@@ -224,6 +225,24 @@ class FakePciHost:
         os.makedirs(os.path.join(proc, "fd"), exist_ok=True)
         _write(os.path.join(proc, "comm"), comm + "\n")
         _symlink(f"/dev/nvidia{minor}", os.path.join(proc, "fd", "3"))
+
+    def restore_host_processes(self):
+        """The host's /proc shows the kernel's threads (pid 2 is kthreadd only in the initial pid namespace)."""
+        os.makedirs(os.path.join(self.root, "proc", "2", "fd"), exist_ok=True)
+        _write(os.path.join(self.root, "proc", "2", "comm"), "kthreadd\n")
+
+    def hide_host_processes(self):
+        """The agent's /proc becomes a container's pid namespace (a DaemonSet without hostPID): no kernel thread."""
+        proc = os.path.join(self.root, "proc", "2")
+        os.unlink(os.path.join(proc, "comm"))
+        os.rmdir(os.path.join(proc, "fd"))
+        os.rmdir(proc)
+
+    def hold_unreadably(self, pid, comm):
+        """A host process whose open files the agent may not read (its /proc/<pid>/fd fails to list)."""
+        proc = os.path.join(self.root, "proc", str(pid))
+        _write(os.path.join(proc, "comm"), comm + "\n")
+        _write(os.path.join(proc, "fd"), "")  # listing it fails (ENOTDIR), as EACCES would on a real /proc
 
     def persistenced(self, driver_root, pid=777):
         """nvidia-persistenced running on the host: its socket under the driver root, and every GPU's

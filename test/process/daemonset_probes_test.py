@@ -58,7 +58,7 @@ class DaemonSetAsShipped(unittest.TestCase):
         self.assertEqual(container["command"], ["nvdra-agent"])
         self.assertNotIn("args", container)
         sim = {"plugins-registry": node.dirs.registrar, "plugins": node.dirs.plugins, "cdi": node.dirs.cdi,
-               "driver-root": node.driver_root}
+               "driver-root": node.driver_root, "host-root": node.host_root}
         for v in spec["volumes"]:
             sim.setdefault(v["name"], os.path.join(node.root, "volume-" + v["name"]))
             os.makedirs(sim[v["name"]], exist_ok=True)
@@ -105,12 +105,12 @@ class DaemonSetAsShipped(unittest.TestCase):
         return grpc_probe(self.port(grpc_spec["port"]), grpc_spec.get("service", ""),
                           timeout=float(probe.get("timeoutSeconds", 1)))
 
-    def check_overlay(self, overlay):
+    def check_overlay(self, overlay, profile="dgx-a100"):
         objs = render(overlay)
         container = agent_container(objs)
         drivers = [DRIVERS[d] for d in next(e["value"] for e in container["env"]
                                             if e["name"] == "NVDRA_DRIVERS").split(",")]
-        node = PodNode(drivers=drivers)
+        node = PodNode(drivers=drivers, profile=profile)
         self.addCleanup(node.cleanup)
         node.resolved_env = self.pod_environment(objs, node)
         node.start(register=False)  # kubelet has found the sockets, not yet told the plugins
@@ -134,6 +134,9 @@ class DaemonSetAsShipped(unittest.TestCase):
 
     def test_host_managed_imex_overlay(self):
         self.check_overlay("gpu-host-managed-imex")
+
+    def test_gpu_passthrough_overlay(self):
+        self.check_overlay("gpu-passthrough", profile="passthrough")
 
     def test_every_shipped_overlay_is_covered(self):
         self.assertEqual(sorted(OVERLAYS + WEBHOOK_OVERLAYS), sorted(os.listdir(os.path.join(os.path.dirname(__file__), "..", "..",
