@@ -38,10 +38,27 @@ def copy_source(tree):
     shutil.copytree(DEBIAN, os.path.join(tree, "debian"))
 
 
+def installed_providers():
+    """{virtual package: the installed package that provides it} (libspdlog1.10-fmt9 -> libspdlog1.10):
+    debootstrap's --include takes real packages only."""
+    out = subprocess.run(["dpkg-query", "-W", "-f=${Package}\t${Provides}\n"], capture_output=True, text=True,
+                         check=True).stdout
+    providers = {}
+    for line in out.splitlines():
+        package, _, provides = line.partition("\t")
+        for name in filter(None, (re.split(r"[\s(:]", p.strip())[0] for p in provides.split(","))):
+            providers.setdefault(name, package)
+    return providers
+
+
 def depends_packages(deb):
-    """The package names of the .deb's Depends (first of each alternative, versions dropped)."""
+    """The real package names of the .deb's Depends (first of each alternative, versions dropped)."""
     depends = subprocess.run(["dpkg-deb", "-f", deb, "Depends"], capture_output=True, text=True, check=True).stdout
-    return sorted({re.split(r"[\s(:]", alt.split("|")[0].strip())[0] for alt in depends.split(",") if alt.strip()})
+    names = {re.split(r"[\s(:]", alt.split("|")[0].strip())[0] for alt in depends.split(",") if alt.strip()}
+    providers = installed_providers()
+    real = {n for n in names if subprocess.run(["dpkg-query", "-W", "-f=${Status}", n], capture_output=True,
+                                               text=True).stdout.endswith(" installed")}
+    return sorted(real | {providers.get(n, n) for n in names - real})
 
 
 @requires(lambda: not missing_tools(), lambda: ", ".join(missing_tools()), "see contrib/dev/packages.txt")
