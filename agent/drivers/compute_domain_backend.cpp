@@ -9,6 +9,8 @@
 #include "agent/config/options.hpp"
 #include "agent/drivers/compute_domain_claims.hpp"
 #include "agent/drivers/driver_checkpoint.hpp"
+#include "agent/drivers/driver_managed_claims.hpp"
+#include "agent/drivers/driver_managed_start.hpp"
 #include "agent/drivers/event_reporting.hpp"
 #include "agent/drivers/imex_unit_watcher.hpp"
 #include "agent/drivers/node_gpus.hpp"
@@ -47,6 +49,7 @@ struct ComputeDomainBackend::Parts {
   std::unique_ptr<cdi::FileSpecStore> specs;
   std::unique_ptr<ImexUnitWatcher> watcher;
   std::unique_ptr<ComputeDomainClaimHandler> handler;
+  std::unique_ptr<DriverManagedParts> driver_managed;  // driver-managed mode (issue #29)
   bool host_managed = false;
 };
 
@@ -55,7 +58,10 @@ ComputeDomainBackend::~ComputeDomainBackend() = default;
 
 const ImexUnitWatcher* ComputeDomainBackend::watcher() const { return parts_ ? parts_->watcher.get() : nullptr; }
 
-kubelet::ClaimHandler& ComputeDomainBackend::claims() { return *parts_->handler; }
+kubelet::ClaimHandler& ComputeDomainBackend::claims() {
+  if (parts_->driver_managed) return *parts_->driver_managed->handler;
+  return *parts_->handler;
+}
 
 const claims::Checkpoint* ComputeDomainBackend::checkpoint() const {
   return parts_ && parts_->committer ? &parts_->committer->current() : nullptr;
@@ -101,9 +107,6 @@ boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::
                 "host-managed IMEX needs a multi-node NVLink clique)");
     log->info("driver=compute-domain.nvidia.com mode=hostManaged channel_major={} clique={} imex_unit={} "
               "imex_check={}", *major, clique.id.empty() ? "none" : clique.id, o.imex_unit, imex::to_string(policy));
-  } else {
-    log->warn("driver=compute-domain.nvidia.com HostManagedIMEX is off: nvdra does not provide driver-managed IMEX "
-              "(per-ComputeDomain IMEX daemons); publishing no devices, channel claims fail");
   }
 
   const std::string dir = (std::filesystem::path(o.kubelet_plugins_dir) / config::kComputeDomainDriverName).string();
@@ -122,6 +125,16 @@ boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::
   parts->committer = std::make_unique<claims::CheckpointCommitter>(ctx_.executor, ctx_.workers, *parts->checkpoints,
                                                                    std::move(opened->startup.checkpoint));
 
+  if (!parts->host_managed) {
+    auto dm = co_await start_driver_managed(ctx_, std::move(api), *parts->committer, *parts->specs, events_);
+    if (!dm) {
+      ctx_.status.record_error("compute-domain", dm.error().describe());
+      co_return dm.error();
+    }
+    parts->driver_managed = std::move(*dm);
+    parts_ = std::move(parts);
+    co_return Status{};
+  }
   PrepareGate gate;
   if (parts->host_managed && policy != imex::CheckPolicy::kOff) {
     parts->watcher = std::make_unique<ImexUnitWatcher>(ctx_.system_bus, o.imex_unit);
@@ -156,8 +169,10 @@ boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::
 }
 
 boost::asio::awaitable<Result<DriverResources>> ComputeDomainBackend::resources() {
-  if (!parts_ || !parts_->host_managed) co_return DriverResources{};
-  co_return imex::host_managed_resources();
+  if (!parts_) co_return DriverResources{};
+  if (parts_->host_managed) co_return imex::host_managed_resources();
+  if (!parts_->driver_managed->handler->refusal().empty()) co_return DriverResources{};
+  co_return imex::driver_managed_resources();
 }
 
 std::unique_ptr<DriverBackend> make_compute_domain_backend(RunContext& ctx) {
