@@ -22,11 +22,13 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/claims/checkpoint_committer.hpp"
 #include "agent/claims/opaque_config.hpp"
+#include "agent/drivers/domain_cache.hpp"
 #include "agent/drivers/domain_groups.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "cdi/nvidia_caps.hpp"
@@ -87,6 +89,7 @@ class DriverManagedClaimHandler final : public kubelet::ClaimHandler {
   boost::asio::awaitable<Status> check_domain(const std::string& uid, const kubelet::ClaimRef& claim);
   boost::asio::awaitable<Status> await_ready(const std::string& uid, const kubelet::ClaimRef& claim);
   boost::asio::awaitable<Status> await_synced();
+  boost::asio::awaitable<std::optional<DomainInfo>> find_domain(const std::string& uid);
   boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> complete(
       const kubelet::ClaimRef& claim, const Decided& d, claims::CheckpointedClaim entry,
       std::vector<cdi::NamedEdits> edits, std::vector<std::string> extra_ids);

@@ -56,6 +56,19 @@ Status write_domain_dir(const fs::path& dir) {
 
 }  // namespace
 
+// A ComputeDomain created a moment ago may not have reached the watch yet: a miss waits this long for
+// it before the permanent "not found".
+constexpr std::chrono::seconds kDomainArrival{5};
+
+boost::asio::awaitable<std::optional<DomainInfo>> DriverManagedClaimHandler::find_domain(const std::string& uid) {
+  const auto deadline = std::chrono::steady_clock::now() + kDomainArrival;
+  for (;;) {
+    auto domain = cache_->domain(uid);
+    if (domain || std::chrono::steady_clock::now() >= deadline) co_return domain;
+    co_await cache_->wait_change(deadline);
+  }
+}
+
 boost::asio::awaitable<Status> DriverManagedClaimHandler::await_synced() {
   const auto deadline = std::chrono::steady_clock::now() + options_.readiness_wait;
   while (!cache_->synced()) {
@@ -70,7 +83,7 @@ boost::asio::awaitable<Status> DriverManagedClaimHandler::await_synced() {
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManagedClaimHandler::prepare_daemon(
     const kubelet::ClaimRef& claim, const Decided& d) {
   if (auto st = co_await await_synced(); !st) co_return with_claim(st.error(), claim);
-  auto domain = cache_->domain(d.domain_id);
+  auto domain = co_await find_domain(d.domain_id);
   if (!domain) co_return with_claim(not_found(d.domain_id), claim);
   CheckpointedClaim entry{ClaimState::kPrepareStarted, claims::encode_claim_status(d.recorded), {}, claim.name,
                           claim.namespace_name, {}};
@@ -87,7 +100,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManag
 boost::asio::awaitable<Status> DriverManagedClaimHandler::check_domain(const std::string& uid,
                                                                        const kubelet::ClaimRef& claim) {
   if (auto st = co_await await_synced(); !st) co_return st;
-  auto domain = cache_->domain(uid);
+  auto domain = co_await find_domain(uid);
   if (!domain) co_return not_found(uid);
   if (domain->ns != claim.namespace_name)
     co_return make_error(ErrorCode::kFailedPrecondition,

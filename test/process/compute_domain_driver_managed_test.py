@@ -59,6 +59,9 @@ class DriverManaged(unittest.TestCase):
     def answer(self, claim):
         return self.node.plugins[CD].prepare([claim])[claim.uid]
 
+    def unprepare(self, claim):
+        return self.node.plugins[CD].unprepare([claim])[claim.uid]
+
     def daemon_claim(self, name, uid=None):
         return self.node.allocate(name, [("daemon", "daemon-0")], [([], daemon_config(uid or self.domain))], driver=CD)
 
@@ -96,14 +99,14 @@ class DaemonClaims(DriverManaged):
                                             "options": ["rw", "nosuid", "nodev", "bind"]}])
         self.assertEqual([n["path"] for n in edits["deviceNodes"]], ["/dev/nvidia-caps/nvidia-cap4096"])
         self.assertIn("k8s.compute-domain.nvidia.com-device_base.yaml", self.node.cdi_files())
-        self.assertEqual(self.node.plugins[CD].unprepare([claim])[claim.uid]["error"], "")
+        self.assertEqual(self.unprepare(claim), "")
         self.assertTrue(os.path.isdir(domain_dir))  # upstream's unprepare deletes nothing
 
     def test_domain_directory_goes_when_the_compute_domain_is_deleted(self):
         claim = self.daemon_claim("daemon-b")
         self.assertEqual(self.answer(claim)["error"], "")
         domain_dir = os.path.join(self.node.dirs.plugins, CD, "domains", self.domain)
-        self.assertEqual(self.node.plugins[CD].unprepare([claim])[claim.uid]["error"], "")
+        self.assertEqual(self.unprepare(claim), "")
         self.node.api.delete_matching(GV, "computedomains")
         self.node.wait_log(rf"domain={self.domain} deleted: removed its domain directory")
         self.assertFalse(os.path.exists(domain_dir))
@@ -128,7 +131,7 @@ class ChannelClaims(DriverManaged):
         self.assertEqual(result["answer"]["error"], "")
         self.assertEqual(result["answer"]["devices"][0]["cdi_device_ids"],
                          [f"k8s.compute-domain.nvidia.com/claim={claim.uid}-channel-0"])
-        self.assertEqual(self.node.plugins[CD].unprepare([claim])[claim.uid]["error"], "")
+        self.assertEqual(self.unprepare(claim), "")
         self.assertNotIn("resource.nvidia.com/computeDomain", self.node_labels())
 
     def test_daemon_claim_prepares_while_a_channel_waits(self):
@@ -160,7 +163,7 @@ class ChannelClaims(DriverManaged):
         self.daemon_ready(other)
         first = self.channel_claim("pod-e", uid=other)
         self.assertEqual(self.answer(first)["error"], "")
-        self.assertEqual(self.node.plugins[CD].unprepare([first])[first.uid]["error"], "")
+        self.assertEqual(self.unprepare(first), "")
         self.node.api.put_object(dict(self.node.api.objects("v1", "nodes")[0],
                                       metadata=dict(self.node.api.objects("v1", "nodes")[0]["metadata"],
                                                     labels={"resource.nvidia.com/computeDomain": other})))
