@@ -117,6 +117,7 @@ boost::asio::awaitable<Status> DriverManagedClaimHandler::await_ready(const std:
   for (;;) {
     const auto r = cache_->readiness(uid, options_.clique_id, options_.use_cliques);
     if (r.ready) co_return Status{};
+    if (!cache_->domain(uid)) co_return not_found(uid);  // deleted while this prepare waited
     if (std::chrono::steady_clock::now() >= deadline)
       co_return imex::not_ready_error(r.detail + " (waited " + std::to_string(options_.readiness_wait.count()) +
                                       " ms for the IMEX daemon's Ready)");

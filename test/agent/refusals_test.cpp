@@ -41,7 +41,7 @@ TEST(Refusals, AllAlphaAndAllBetaNeverSwitchARefusedGateSilently) {
                 "--feature-gates: feature gate LoggingAlphaOptions=true (from AllAlpha=true) is refused: ", 0),
             0u);
   EXPECT_EQ(refusal({"--feature-gates", "AllBeta=false"}).rfind(
-                "--feature-gates: feature gate IMEXDaemonsWithDNSNames=false (from AllBeta=false) is refused: ", 0),
+                "--feature-gates: feature gate ContextualLogging=false (from AllBeta=false) is refused: ", 0),
             0u);
   // Every refused alpha gate switched back off explicitly: AllAlpha then turns on only what nvdra does.
   auto inv = load({"--feature-gates",

@@ -173,6 +173,28 @@ class ChannelClaims(DriverManaged):
         self.assertIn("label already exists for a different ComputeDomain", answer["error"])
 
 
+class ReadinessNeverArrives(DriverManaged):
+    def test_deadline_names_the_domain_the_clique_and_the_daemons_last_status(self):
+        self.daemon_ready(self.domain, status="NotReady")
+        answer = self.answer(self.channel_claim("pod-h"))  # answered before kubelet's 45 s deadline
+        self.assertIn("current node not ready in ComputeDomain", answer["error"])
+        self.assertIn(f"ComputeDomainClique default/{self.domain}.{self.clique()} lists node {self.node.node} as "
+                      "NotReady", answer["error"])
+        self.assertIn(f"ComputeDomain default/train-a ({self.domain})", answer["error"])
+
+    def test_domain_deleted_while_waiting_ends_the_wait(self):
+        claim = self.channel_claim("pod-i")
+        result = {}
+        worker = threading.Thread(target=lambda: result.update(answer=self.answer(claim)))
+        worker.start()
+        self.node.wait_log(r"waiting for IMEX daemon readiness")
+        self.node.api.delete_matching(GV, "computedomains")
+        worker.join(60)
+        self.assertIn(f"ComputeDomain not found: {self.domain}", result["answer"]["error"])
+        self.assertEqual(self.unprepare(claim), "")
+        self.assertNotIn("resource.nvidia.com/computeDomain", self.node_labels())
+
+
 class WithoutCliquesGate(DriverManaged):
     gates = "ComputeDomainCliques=false"
 
@@ -194,8 +216,10 @@ class WithoutCliquesGate(DriverManaged):
 class CliqueLabel(DriverManaged):
     args = ("--gpu-clique-label-enabled=true",)
 
-    def test_clique_label_set_at_start(self):
+    def test_clique_label_set_at_start_and_removed_at_shutdown(self):
         self.wait_label("nvidia.com/gpu.clique", lambda v: v == self.clique())
+        self.assertEqual(self.node.stop(), 0)
+        self.assertNotIn("nvidia.com/gpu.clique", self.node_labels())
 
 
 class OldDriver(DriverManaged):
