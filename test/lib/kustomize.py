@@ -10,7 +10,7 @@ import yaml
 
 SOURCE_DIR = os.environ.get("NVDRA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 KUSTOMIZE_DIR = os.path.join(SOURCE_DIR, "contrib", "kubernetes")
-OVERLAYS = ("gpu-only", "gpu-host-managed-imex")
+OVERLAYS = ("gpu-only", "gpu-host-managed-imex", "gpu-driver-managed-imex")
 
 
 def require_kubectl():

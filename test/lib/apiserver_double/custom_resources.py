@@ -20,7 +20,7 @@ CRD_FILES = {
     # upstream's CRD byte for byte (shared/reference/upstream-crds): the objects daemons write, read
     # by the compute-domain driver in driver-managed mode.
     ("resource.nvidia.com/v1beta1", "computedomaincliques"): os.path.join(
-        HERE, "..", "..", "..", "contrib", "kubernetes", "components", "compute-domain",
+        HERE, "..", "..", "..", "contrib", "kubernetes", "components", "compute-domain-driver-managed",
         "resource.nvidia.com_computedomaincliques.yaml"),
 }
 
