@@ -104,6 +104,69 @@ class DriverManagedParity(unittest.TestCase):
                           self.seen[which]["wrong"], which)
 
 
+@unittest.skipUnless(upstream_dir(), skip_reason())
+class DriverManagedTakeOver(unittest.TestCase):
+    """One side prepares a channel claim (its daemon Ready) and stops; the other starts on the same plugins
+    directory and unprepares it: the node label, the claim's CDI spec and the checkpoint entry are gone."""
+
+    def setUp(self):
+        self.node = upstream_node("gb200-nvl", args=["--controller=false"], drivers=[CD])
+        self.addCleanup(self.node.cleanup)
+        self.node.start()  # the clique id, from nvdra's log
+        self.clique = self.node.wait_log(r"mode=driverManaged clique=(\S+)").group(1)
+        self.node.stop()
+        cd = self.node.api.put_object({"apiVersion": GV, "kind": "ComputeDomain",
+                                       "metadata": {"name": "cd", "namespace": "default"},
+                                       "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": "t"}}}})
+        self.uid = cd["metadata"]["uid"]
+        self.node.api.put_object({"apiVersion": GV, "kind": "ComputeDomainClique",
+                                  "metadata": {"name": f"{self.uid}.{self.clique}", "namespace": "default"},
+                                  "daemons": [{"nodeName": self.node.node, "ipAddress": "10.0.0.7",
+                                               "cliqueID": self.clique, "index": 0, "status": "Ready"}]})
+        self.claim = self.node.allocate("ch", [("channel", "channel-0")], [([], channel_config(self.uid))], driver=CD)
+
+    def side(self, which):
+        if which == "nvdra":
+            self.node.start()
+            return None, self.node.plugins[CD]
+        up = UpstreamPlugins(self.node, drivers=[CD], imex_mode="driverManaged",
+                             gates={CD: "IMEXDaemonsWithDNSNames=true,ComputeDomainCliques=true"})
+        up.start(wait_slices=False)
+        return up, up.cd()
+
+    def stop(self, up):
+        if up:
+            up.cleanup()
+        else:
+            self.node.stop()
+
+    def label(self):
+        return self.node.api.objects("v1", "nodes")[0]["metadata"].get("labels", {}).get(LABEL)
+
+    def hand_over(self, first, second):
+        up, plugin = self.side(first)
+        try:
+            self.assertEqual(plugin.prepare([self.claim])[self.claim.uid]["error"], "")
+        finally:
+            self.stop(up)
+        self.assertEqual(self.label(), self.uid)
+        self.assertEqual(sorted(self.node.checkpoint(CD)), [self.claim.uid])
+        up, plugin = self.side(second)
+        try:
+            self.assertEqual(plugin.unprepare([self.claim])[self.claim.uid], "")
+        finally:
+            self.stop(up)
+        self.assertIsNone(self.label())
+        self.assertEqual(self.node.checkpoint(CD), {})
+        self.assertEqual([f for f in self.node.cdi_files() if "claim_" in f], [])
+
+    def test_upstream_takes_over_from_nvdra(self):
+        self.hand_over("nvdra", "upstream")
+
+    def test_nvdra_takes_over_from_upstream(self):
+        self.hand_over("upstream", "nvdra")
+
+
 if __name__ == "__main__":
     if not upstream_dir():
         print(skip_reason())
