@@ -12,6 +12,7 @@ if(NOT TARGET nvdra_compute_domain)
     ${CMAKE_CURRENT_LIST_DIR}/driver_managed_prepare.cpp
     ${CMAKE_CURRENT_LIST_DIR}/driver_managed_start.cpp
     ${CMAKE_CURRENT_LIST_DIR}/driver_managed_steps.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/mode_change_cleanup.cpp
     ${CMAKE_CURRENT_LIST_DIR}/node_labels.cpp)
   target_link_libraries(nvdra_compute_domain
     PUBLIC nvdra_agent_support nvdra_metrics nvdra_imex nvdra_claims nvdra_k8s nvdra_kubelet nvdra_config nvdra_systemd_bus nvdra_runtime

@@ -7,12 +7,15 @@
 #include "agent/claims/checkpoint_file_store.hpp"
 #include "agent/claims/checkpoint_startup.hpp"
 #include "agent/config/options.hpp"
+#include "agent/drivers/api_connection.hpp"
 #include "agent/drivers/compute_domain_claims.hpp"
 #include "agent/drivers/driver_checkpoint.hpp"
 #include "agent/drivers/driver_managed_claims.hpp"
 #include "agent/drivers/driver_managed_start.hpp"
 #include "agent/drivers/event_reporting.hpp"
 #include "agent/drivers/imex_unit_watcher.hpp"
+#include "agent/drivers/mode_change_cleanup.hpp"
+#include "agent/drivers/node_labels.hpp"
 #include "agent/drivers/node_gpus.hpp"
 #include "agent/metrics/metrics.hpp"
 #include "agent/runtime/worker_pool.hpp"
@@ -50,6 +53,7 @@ struct ComputeDomainBackend::Parts {
   std::unique_ptr<ImexUnitWatcher> watcher;
   std::unique_ptr<ComputeDomainClaimHandler> handler;
   std::unique_ptr<DriverManagedParts> driver_managed;  // driver-managed mode (issue #29)
+  std::unique_ptr<ModeChangeCleanup> mode_change;      // host-managed: labels of driver-managed claims
   bool host_managed = false;
 };
 
@@ -60,6 +64,7 @@ const ImexUnitWatcher* ComputeDomainBackend::watcher() const { return parts_ ? p
 
 kubelet::ClaimHandler& ComputeDomainBackend::claims() {
   if (parts_->driver_managed) return *parts_->driver_managed->handler;
+  if (parts_->mode_change) return *parts_->mode_change;
   return *parts_->handler;
 }
 
@@ -164,6 +169,10 @@ boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::
                                                                *parts->specs, std::move(options), std::move(gate));
   for (const auto& e : co_await parts->handler->recover())
     log->warn("driver=compute-domain.nvidia.com start-up cleanup: {}, ignoring", e.describe());
+  if (api_server_configured(o))
+    if (auto labels_api = connect_api_server(ctx_))
+      parts->mode_change = std::make_unique<ModeChangeCleanup>(
+          *parts->handler, *parts->committer, std::make_shared<NodeLabels>(std::move(*labels_api), o.node_name));
   parts_ = std::move(parts);
   co_return Status{};
 }

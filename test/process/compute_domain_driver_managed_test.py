@@ -222,6 +222,38 @@ class CliqueLabel(DriverManaged):
         self.assertNotIn("nvidia.com/gpu.clique", self.node_labels())
 
 
+class ModeChange(DriverManaged):
+    """The agent restarted in the other IMEX mode while a channel claim of the first is prepared."""
+
+    def restart(self, host_managed):
+        self.node.stop()
+        self.node.gates = "HostManagedIMEX=true" if host_managed else ""
+        self.node.extra_args = ["--controller=false"] + (["--imex-check=off"] if host_managed else [])
+        self.node.start()
+
+    def test_driver_managed_claim_unprepared_in_host_managed_mode(self):
+        self.daemon_ready(self.domain)
+        claim = self.channel_claim("pod-j")
+        self.assertEqual(self.answer(claim)["error"], "")
+        self.assertEqual(self.node_labels().get("resource.nvidia.com/computeDomain"), self.domain)
+        self.restart(host_managed=True)
+        self.assertEqual(self.unprepare(claim), "")
+        self.assertNotIn("resource.nvidia.com/computeDomain", self.node_labels())
+        self.assertEqual(self.node.checkpoint(CD), {})
+        fresh = self.channel_claim("pod-k")  # new claims follow the new mode: no label, no readiness wait
+        self.assertEqual(self.answer(fresh)["error"], "")
+        self.assertNotIn("resource.nvidia.com/computeDomain", self.node_labels())
+
+    def test_host_managed_claim_unprepared_in_driver_managed_mode(self):
+        self.restart(host_managed=True)
+        claim = self.channel_claim("pod-l")
+        self.assertEqual(self.answer(claim)["error"], "")
+        self.restart(host_managed=False)
+        self.assertEqual(self.unprepare(claim), "")
+        self.assertEqual(self.node.checkpoint(CD), {})
+        self.assertEqual([f for f in self.node.cdi_files() if "claim_" in f], [])
+
+
 class OldDriver(DriverManaged):
     profile = "dgx-a100"
 
