@@ -88,6 +88,7 @@ asio::awaitable<void> ComputeDomainCache::run() {
       co_await signal.wait();
       if (!r.synced()) continue;
       const auto objects = jsons(r);
+      const bool was_synced = synced();
       if (cliques) {
         rebuild_cliques(objects);
         cliques_synced_ = true;
@@ -95,6 +96,7 @@ asio::awaitable<void> ComputeDomainCache::run() {
         rebuild_domains(objects);
         domains_synced_ = true;
       }
+      if (!was_synced && synced() && on_synced_) on_synced_();
       wake();
     }
   };

@@ -64,6 +64,8 @@ class ComputeDomainCache : public std::enable_shared_from_this<ComputeDomainCach
   boost::asio::awaitable<void> wait_change(std::chrono::steady_clock::time_point deadline);
 
   void on_gone(std::function<void(const std::string& uid)> f) { on_gone_ = std::move(f); }
+  // Once, when both collections have been listed for the first time.
+  void on_synced(std::function<void()> f) { on_synced_ = std::move(f); }
 
   struct Stats {
     uint64_t changes = 0;
@@ -88,6 +90,7 @@ class ComputeDomainCache : public std::enable_shared_from_this<ComputeDomainCach
   std::map<std::string, std::vector<DomainNode>> cliques_;     // by object name
   std::list<boost::asio::steady_timer*> waiters_;
   std::function<void(const std::string&)> on_gone_;
+  std::function<void()> on_synced_;
   Stats stats_;
 };
 

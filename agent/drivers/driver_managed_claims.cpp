@@ -95,6 +95,11 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManag
 boost::asio::awaitable<Status> DriverManagedClaimHandler::forget(const kubelet::ClaimRef& claim) {
   const auto& claims = committer_.current().claims;
   auto it = claims.find(claim.uid);
+  std::string gone_domain;  // a daemon claim's domain that no longer exists: its directory goes after the entry
+  if (it != claims.end() && cache_ && cache_->synced())
+    if (auto entry = decode_domain_groups(it->second.prepared_devices, claim.describe());
+        entry && entry->kind == DomainDeviceKind::kDaemon && !entry->domain.empty() && !cache_->domain(entry->domain))
+      gone_domain = entry->domain;
   if (it != claims.end() && labels_) {
     if (auto st = co_await labels_->load(); !st) co_return with_claim(st.error(), claim);
     auto entry = decode_domain_groups(it->second.prepared_devices, claim.describe());
@@ -109,6 +114,7 @@ boost::asio::awaitable<Status> DriverManagedClaimHandler::forget(const kubelet::
   if (committer_.current().claims.count(claim.uid) == 0) co_return Status{};
   if (auto c = co_await committer_.commit({ClaimUpdate{claim.uid, std::nullopt}}); !c)
     co_return with_claim(c.error(), claim);
+  if (!gone_domain.empty()) co_await domain_gone(gone_domain);
   co_return Status{};
 }
 
@@ -131,7 +137,11 @@ boost::asio::awaitable<std::vector<Error>> DriverManagedClaimHandler::recover() 
 boost::asio::awaitable<void> DriverManagedClaimHandler::domain_gone(std::string uid) {
   for (const auto& [claim, entry] : committer_.current().claims) {
     auto groups = decode_domain_groups(entry.prepared_devices, claim);
-    if (groups && groups->kind == DomainDeviceKind::kDaemon && groups->domain == uid) co_return;  // still used
+    if (groups && groups->kind == DomainDeviceKind::kDaemon && groups->domain == uid) {
+      nvdra::logger("compute-domain")
+          ->info("domain={} deleted: its domain directory stays while daemon claim {} is prepared", uid, claim);
+      co_return;
+    }
   }
   const auto dir = std::filesystem::path(options_.plugin_dir) / "domains" / uid;
   auto removed = co_await pool_.run([dir] {
@@ -143,6 +153,18 @@ boost::asio::awaitable<void> DriverManagedClaimHandler::domain_gone(std::string 
     nvdra::logger("compute-domain")->info("domain={} deleted: removed its domain directory {}", uid, dir.string());
   else if (removed < 0)
     nvdra::logger("compute-domain")->warn("domain={} deleted: cannot remove {}, ignoring", uid, dir.string());
+}
+
+boost::asio::awaitable<void> DriverManagedClaimHandler::sweep_domains() {
+  const auto root = std::filesystem::path(options_.plugin_dir) / "domains";
+  auto names = co_await pool_.run([root] {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(root, ec)) out.push_back(e.path().filename().string());
+    return out;
+  });
+  for (const auto& uid : names)
+    if (!cache_->domain(uid)) co_await domain_gone(uid);
 }
 
 }  // namespace nvdra::drivers

@@ -78,6 +78,9 @@ class DriverManagedClaimHandler final : public kubelet::ClaimHandler {
   const std::string& refusal() const { return options_.refusal; }
   // The cache saw ComputeDomain `uid` deleted: its domain directory goes unless a daemon claim uses it.
   boost::asio::awaitable<void> domain_gone(std::string uid);
+  // Once the watches have listed: domain directories of ComputeDomains that no longer exist go (what
+  // upstream's 10-minute sweep does, here at start and then at each deletion).
+  boost::asio::awaitable<void> sweep_domains();
 
  private:
   using Decided = DomainClaimPlan;

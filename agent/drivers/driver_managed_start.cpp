@@ -164,6 +164,9 @@ boost::asio::awaitable<Result<std::unique_ptr<DriverManagedParts>>> start_driver
     parts->cache->on_gone([ex = ctx.executor, handler = parts->handler.get()](const std::string& uid) {
       boost::asio::co_spawn(ex, handler->domain_gone(uid), boost::asio::detached);
     });
+    parts->cache->on_synced([ex = ctx.executor, handler = parts->handler.get()] {
+      boost::asio::co_spawn(ex, handler->sweep_domains(), boost::asio::detached);
+    });
     parts->cache->start();
     if (o.gpu_clique_label_enabled && !clique.empty()) {
       parts->clique_label = true;

@@ -111,6 +111,27 @@ class DaemonClaims(DriverManaged):
         self.node.wait_log(rf"domain={self.domain} deleted: removed its domain directory")
         self.assertFalse(os.path.exists(domain_dir))
 
+    def test_directory_kept_while_a_daemon_claim_uses_it_then_removed(self):
+        claim = self.daemon_claim("daemon-e")
+        self.assertEqual(self.answer(claim)["error"], "")
+        domain_dir = os.path.join(self.node.dirs.plugins, CD, "domains", self.domain)
+        self.node.api.delete_matching(GV, "computedomains")
+        self.node.wait_log(rf"domain={self.domain} deleted: its domain directory stays while daemon claim")
+        self.assertTrue(os.path.isdir(domain_dir))
+        self.assertEqual(self.unprepare(claim), "")
+        self.assertFalse(os.path.exists(domain_dir))
+
+    def test_stale_directories_go_at_start(self):
+        stale = os.path.join(self.node.dirs.plugins, CD, "domains", "5a1e0000-0000-4000-8000-000000000001")
+        os.makedirs(stale)
+        kept = os.path.join(self.node.dirs.plugins, CD, "domains", self.domain)
+        os.makedirs(kept)
+        self.node.stop()
+        self.node.start()
+        self.node.wait_log(r"domain=5a1e0000-0000-4000-8000-000000000001 deleted: removed its domain directory")
+        self.assertFalse(os.path.exists(stale))
+        self.assertTrue(os.path.isdir(kept))
+
     def test_unknown_domain_is_refused_with_upstreams_words(self):
         answer = self.answer(self.daemon_claim("daemon-c", uid="0b0e4c0a-0000-4000-8000-000000000000"))
         self.assertIn("ComputeDomain not found: 0b0e4c0a-0000-4000-8000-000000000000", answer["error"])
@@ -252,6 +273,26 @@ class ModeChange(DriverManaged):
         self.assertEqual(self.unprepare(claim), "")
         self.assertEqual(self.node.checkpoint(CD), {})
         self.assertEqual([f for f in self.node.cdi_files() if "claim_" in f], [])
+
+
+class NoClique(DriverManaged):
+    profile = "l4"  # driver 570.158.01, exactly IMEXDaemonsWithDNSNames' floor; no NVLink fabric
+
+    def test_channel_prepared_without_a_device_and_a_warning_event(self):
+        cd = self.node.api.objects(GV, "computedomains")[0]
+        cd["status"] = {"status": "Ready", "nodes": [{"name": self.node.node, "ipAddress": "10.0.0.7",
+                                                      "cliqueID": "", "index": 0, "status": "Ready"}]}
+        self.node.api.put_object(cd)
+        claim = self.channel_claim("pod-m")
+        answer = self.answer(claim)
+        self.assertEqual(answer["error"], "")
+        self.assertEqual(answer["devices"][0]["cdi_device_ids"], [])  # upstream's answer
+        self.assertFalse([f for f in self.node.cdi_files() if claim.uid in f])
+        events = self.node.wait_for_events(claim.uid, lambda items: any(e["reason"] == "NoNVLinkClique"
+                                                                         for e in items))
+        note = next(e for e in events if e["reason"] == "NoNVLinkClique")["note"]
+        self.assertIn("has no NVLink clique", note)
+        self.assertEqual(self.unprepare(claim), "")
 
 
 class OldDriver(DriverManaged):
