@@ -71,6 +71,9 @@ void ComputeDomainCache::start() {
 }
 
 void ComputeDomainCache::stop() {
+  // The callbacks' targets go with the owner: nothing may reach them once it stops the cache.
+  on_gone_ = nullptr;
+  on_synced_ = nullptr;
   if (started_) stop_.emit(asio::cancellation_type::terminal);
   started_ = false;
 }
