@@ -6,9 +6,10 @@ prepare starts, the node label shows that it waits for the daemon, the daemon's 
 Ready, and the time from that write to the prepare's answer is measured; then the claim is unprepared. Meanwhile
 a second writer updates the Node every 100 ms (GET + PUT with its resourceVersion, as kubelet's status writes
 do). Reported per side: readiness-to-answer p50/p99, API requests per channel prepare (watches not counted), and
-the Node writes of the plugin that the API server answered 409 Conflict.
+the Node writes of the plugin that the API server answered 409 Conflict. --ready-after models the IMEX daemon's
+start: the Ready write comes that many seconds after the label (upstream's retry backoff has grown by then).
 
-    sudo bench/scenario/driver_managed_readiness.py [--build-dir build] [--upstream-dir DIR] [--domains 50] [--json F]
+    sudo bench/scenario/driver_managed_readiness.py [--build-dir build] [--upstream-dir DIR] [--domains 50] [--ready-after 0] [--json F]
 """
 import argparse
 import json
@@ -41,7 +42,7 @@ class NodeWriter(threading.Thread):
             self.writes += 1
 
 
-def one_domain(node, plugin, clique, i, which):
+def one_domain(node, plugin, clique, i, which, ready_after):
     cd = node.api.put_object({"apiVersion": GV, "kind": "ComputeDomain",
                               "metadata": {"name": f"{which}-{i}", "namespace": "default"},
                               "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": "t"}}}})
@@ -58,6 +59,7 @@ def one_domain(node, plugin, clique, i, which):
     worker = threading.Thread(target=prepare)
     worker.start()
     node.api.wait_for_objects("v1", "nodes", lambda n: n[0]["metadata"].get("labels", {}).get(LABEL) == uid, 60)
+    time.sleep(ready_after)  # the daemon pod's start (a model of a duration, not a wait for an event)
     node.api.put_object({"apiVersion": GV, "kind": "ComputeDomainClique",
                          "metadata": {"name": f"{uid}.{clique}", "namespace": "default"},
                          "daemons": [{"nodeName": node.node, "ipAddress": "10.0.0.7", "cliqueID": clique,
@@ -92,7 +94,7 @@ def run_side(which, node, args, up_module, clique):
     latencies, counts = [], []
     try:
         for i in range(args.domains):
-            latency, count = one_domain(node, plugin, clique, i, which)
+            latency, count = one_domain(node, plugin, clique, i, which, args.ready_after)
             latencies.append(latency)
             counts.append(count)
     finally:
@@ -111,6 +113,7 @@ def main():
     p.add_argument("--build-dir", default=os.path.join(TOP, "build"))
     p.add_argument("--upstream-dir", default=os.environ.get("NVDRA_UPSTREAM_DIR", ""))
     p.add_argument("--domains", type=int, default=50)
+    p.add_argument("--ready-after", type=float, default=0.0)
     p.add_argument("--json")
     args = p.parse_args()
     os.environ["NVDRA_BINARY_DIR"] = os.path.abspath(args.build_dir)
