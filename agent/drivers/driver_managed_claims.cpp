@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "agent/base/crash_point.hpp"
 #include "agent/base/log.hpp"
 #include "agent/claims/config_resolver.hpp"
 #include "agent/claims/prepared_claim.hpp"
@@ -86,6 +87,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManag
   entry.state = ClaimState::kPrepareCompleted;
   entry.prepared_devices = encode_domain_groups(d.kind, device, d.result.request, d.domain_id);
   if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return with_claim(st.error(), claim);
+  crash_point("imex-dm.prepare.after-completed");  // durable, kubelet not yet answered
   nvdra::logger("compute-domain")
       ->info("claim={} prepared device={} domain={} mode=driverManaged", claim.describe(), d.result.device,
              d.domain_id);
@@ -108,12 +110,14 @@ boost::asio::awaitable<Status> DriverManagedClaimHandler::forget(const kubelet::
     if (channel && labels_->value(std::string(imex::kDomainLabel)) == entry->domain)
       if (auto st = co_await labels_->write(std::string(imex::kDomainLabel), std::nullopt); !st)
         co_return with_claim(st.error(), claim);
+    crash_point("imex-dm.unprepare.after-label-check");
   }
   Status st = co_await pool_.run([&] { return specs_.remove_claim(cdi::kComputeDomainVendor, claim.uid); });
   if (!st) co_return with_claim(st.error(), claim);
   if (committer_.current().claims.count(claim.uid) == 0) co_return Status{};
   if (auto c = co_await committer_.commit({ClaimUpdate{claim.uid, std::nullopt}}); !c)
     co_return with_claim(c.error(), claim);
+  crash_point("imex-dm.unprepare.after-erase");  // durable, kubelet not yet answered
   if (!gone_domain.empty()) co_await domain_gone(gone_domain);
   co_return Status{};
 }

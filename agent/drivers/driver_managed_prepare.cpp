@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "agent/base/crash_point.hpp"
 #include "agent/base/log.hpp"
 #include "agent/claims/prepared_claim.hpp"
 #include "agent/drivers/domain_cache.hpp"
@@ -143,12 +144,14 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManag
   // The entry names the domain from the start, so that an unprepare after a failed try removes the label.
   entry.prepared_devices = encode_domain_groups(DomainDeviceKind::kChannel, {}, d.result.request, d.domain_id);
   if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return with_claim(st.error(), claim);
+  crash_point("imex-dm.prepare.after-started");
   const std::string key(imex::kDomainLabel);
   if (auto st = co_await labels_->load(); !st) co_return with_claim(st.error(), claim);
   const auto holder = labels_->value(key);
   if (holder && *holder != d.domain_id) co_return with_claim(imex::label_conflict_error(*holder, d.domain_id), claim);
   if (!holder)
     if (auto st = co_await labels_->write(key, d.domain_id); !st) co_return with_claim(st.error(), claim);
+  crash_point("imex-dm.prepare.after-label");
   if (auto st = co_await await_ready(d.domain_id, claim); !st) co_return with_claim(st.error(), claim);
   if (options_.clique_id.empty()) {
     // Upstream's answer (success, no device node); the workload's owner is told why it has no channel.
