@@ -1,6 +1,7 @@
 # The compute-domain.nvidia.com driver: its DriverBackend; HostManagedIMEX mode's channel ClaimHandler and
-# IMEX unit watcher; driver-managed mode's claim handler, ComputeDomain watches and Node labels. Included by whoever links it (the agent, test/imex);
-# AgentStatus and the checkpoint opener come from nvdra_agent_support (agent/CMakeLists.txt).
+# IMEX unit watcher; driver-managed mode's claim handler, ComputeDomain watches and Node labels. Included
+# by whoever links it (the agent, test/imex); AgentStatus and the checkpoint opener come from
+# nvdra_agent_support (agent/CMakeLists.txt).
 if(NOT TARGET nvdra_compute_domain)
   add_library(nvdra_compute_domain STATIC
     ${CMAKE_CURRENT_LIST_DIR}/compute_domain_backend.cpp
