@@ -174,6 +174,20 @@ class ChannelClaims(DriverManaged):
         spec = self.node.cdi_spec(f"k8s.compute-domain.nvidia.com-claim_{claim.uid}.yaml")
         self.assertEqual(len(spec["devices"][0]["containerEdits"]["deviceNodes"]), 2048)
 
+    def test_prepare_reads_no_domain_or_clique_and_patches_the_node(self):
+        self.daemon_ready(self.domain)
+        first = self.channel_claim("pod-n0")  # the Node's labels are read once per start, at the first need
+        self.assertEqual(self.answer(first)["error"], "")
+        self.assertEqual(self.unprepare(first), "")
+        claim = self.channel_claim("pod-n")
+        self.node.api.reset_requests()
+        self.assertEqual(self.answer(claim)["error"], "")
+        calls = [(r["method"], r["path"]) for r in self.node.api.request_log()
+                 if "watch" not in r.get("query", {}) and not r["path"].startswith("/admin")]
+        # The watches answer for the ComputeDomain and its clique: no GET of them, no Node GET + PUT.
+        self.assertEqual([c for c in calls if "computedomain" in c[1] or "/nodes" in c[1]],
+                         [("PATCH", f"/api/v1/nodes/{self.node.node}")], calls)
+
     def test_wrong_namespace_is_refused_with_upstreams_words(self):
         answer = self.answer(self.channel_claim("pod-d", namespace="other"))
         self.assertIn("the ResourceClaim's namespace is different than the ComputeDomain's namespace",
