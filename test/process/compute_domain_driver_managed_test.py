@@ -166,6 +166,23 @@ class ChannelClaims(DriverManaged):
         worker.join(60)
         self.assertEqual(result["answer"]["error"], "")
 
+    def test_two_domains_on_one_node(self):
+        # Domain A's channel waits for its daemon; domain B's channel is refused at once (the node label is
+        # A's, as upstream), without waiting behind A; A's channel is prepared when its daemon is Ready.
+        other = self.make_domain("train-c", "default")
+        a = self.channel_claim("pod-o")
+        result = {}
+        worker = threading.Thread(target=lambda: result.update(answer=self.answer(a)))
+        worker.start()
+        self.wait_label("resource.nvidia.com/computeDomain", lambda v: v == self.domain)
+        b = self.answer(self.channel_claim("pod-p", uid=other))
+        self.assertIn("label already exists for a different ComputeDomain", b["error"])
+        self.assertTrue(worker.is_alive())
+        self.daemon_ready(self.domain)
+        worker.join(60)
+        self.assertEqual(result["answer"]["error"], "")
+        self.assertEqual(self.unprepare(a), "")
+
     def test_ready_before_prepare_answers_at_once(self):
         self.daemon_ready(self.domain)
         claim = self.channel_claim("pod-c", mode="All")
