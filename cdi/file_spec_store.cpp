@@ -69,10 +69,13 @@ Result<std::unique_ptr<FileSpecStore>> FileSpecStore::open(std::string dir, Opti
     return make_error(ErrorCode::kFailedPrecondition, "CDI root " + dir + " exists but is not a directory");
   }
   // Temp files of a writer that died mid-write: never loaded by consumers, but they would pile up.
+  // This process's own are live writes of another store on the same root (the two drivers share it).
+  const std::string own = std::string(kTempMarker) + std::to_string(::getpid()) + ".";
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     auto name = entry.path().filename().string();
-    if (name.starts_with('.') && name.find(kTempMarker) != std::string::npos) fs::remove(entry.path(), ec);
+    if (name.starts_with('.') && name.find(kTempMarker) != std::string::npos && name.find(own) == std::string::npos)
+      fs::remove(entry.path(), ec);
   }
   const bool in_memory = memory_backed(dir);
   return std::unique_ptr<FileSpecStore>(new FileSpecStore(std::move(dir), std::move(options), in_memory));

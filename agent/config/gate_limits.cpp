@@ -5,14 +5,6 @@ namespace nvdra::config {
 const std::vector<GateLimit>& gate_limits() {
   using namespace gate;
   static const std::vector<GateLimit> kLimits = {
-      {kIMEXDaemonsWithDNSNames, true,
-       "it only shapes the per-ComputeDomain IMEX daemons of driver-managed mode, which nvdra does not run; leave it "
-       "at its default (HostManagedIMEX turns it off by itself)",
-       true},
-      {kComputeDomainCliques, true,
-       "it only shapes the per-ComputeDomain IMEX daemons of driver-managed mode, which nvdra does not run; leave it "
-       "at its default (HostManagedIMEX turns it off by itself)",
-       true},
       {"ContextualLogging", true,
        "nvdra's logging (--log-format, --log-level, -v) has no contextual-logging switch; leave it at its default",
        false},

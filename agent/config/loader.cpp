@@ -78,6 +78,10 @@ Status cross_validate(Invocation& inv, std::vector<std::string>& notes) {
   if (o.device_health_recovery != HealthRecovery::kRecoveryAction && !o.gates.enabled(gate::kNVMLDeviceHealthCheck))
     return invalid("--device-health-recovery requires feature gate NVMLDeviceHealthCheck to be enabled (without it "
                    "no device is tainted)");
+  if (o.gpu_clique_label_enabled && o.gates.enabled(gate::kHostManagedIMEX))
+    return invalid("--gpu-clique-label-enabled: true is refused with HostManagedIMEX: the label is kept in "
+                   "driver-managed mode only (`nvdra-agent devices -o json` shows the clique as cliqueId); leave it "
+                   "false");
   if (o.consumable_shares != "disabled" && !o.gates.enabled(gate::kConsumableShares))
     return invalid("--consumable-shares requires feature gate ConsumableShares to be enabled");
   if (o.verbosity && !o.log_level_set) {

@@ -226,14 +226,9 @@ const std::vector<OptionSpec>& option_table() {
          }});
     add({"consumable-shares", {}, {"CONSUMABLE_SHARES"}, "Consumable shares (gate ConsumableShares): disabled, memory, unlimited or a positive share count; "
          "GPU and MIG devices may then be allocated to several claims at once", false, false, false, apply_consumable_shares});
-    add({"gpu-clique-label-enabled", {}, {"GPU_CLIQUE_LABEL_ENABLED"}, "Upstream's node label nvidia.com/gpu.clique; only false is accepted",
-         true, false, false, [](Options& o, const std::string& v) -> Problem {
-           if (auto p = bool_field(&Options::gpu_clique_label_enabled)(o, v)) return p;
-           if (o.gpu_clique_label_enabled)
-             return std::string("true is refused: nvdra does not maintain the node label nvidia.com/gpu.clique "
-                                "(`nvdra-agent devices -o json` shows the clique as cliqueId); leave it false");
-           return std::nullopt;
-         }});
+    add({"gpu-clique-label-enabled", {}, {"GPU_CLIQUE_LABEL_ENABLED"}, "Driver-managed IMEX: keep the node label "
+         "nvidia.com/gpu.clique=<clique id> (merge patch; removed at shutdown)", true, false, false,
+         bool_field(&Options::gpu_clique_label_enabled)});
     add({"imex-mode", {}, {"IMEX_MODE"}, "driverManaged or hostManaged (upstream's mode switch; hostManaged, with gate HostManagedIMEXDaemon, "
          "runs nvdra's host-managed IMEX mode, gate HostManagedIMEX)", false, false, false,
          [](Options& o, const std::string& v) -> Problem {

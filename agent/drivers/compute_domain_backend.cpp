@@ -7,10 +7,15 @@
 #include "agent/claims/checkpoint_file_store.hpp"
 #include "agent/claims/checkpoint_startup.hpp"
 #include "agent/config/options.hpp"
+#include "agent/drivers/api_connection.hpp"
 #include "agent/drivers/compute_domain_claims.hpp"
 #include "agent/drivers/driver_checkpoint.hpp"
+#include "agent/drivers/driver_managed_claims.hpp"
+#include "agent/drivers/driver_managed_start.hpp"
 #include "agent/drivers/event_reporting.hpp"
 #include "agent/drivers/imex_unit_watcher.hpp"
+#include "agent/drivers/mode_change_cleanup.hpp"
+#include "agent/drivers/node_labels.hpp"
 #include "agent/drivers/node_gpus.hpp"
 #include "agent/metrics/metrics.hpp"
 #include "agent/runtime/worker_pool.hpp"
@@ -47,6 +52,8 @@ struct ComputeDomainBackend::Parts {
   std::unique_ptr<cdi::FileSpecStore> specs;
   std::unique_ptr<ImexUnitWatcher> watcher;
   std::unique_ptr<ComputeDomainClaimHandler> handler;
+  std::unique_ptr<DriverManagedParts> driver_managed;  // driver-managed mode (issue #29)
+  std::unique_ptr<ModeChangeCleanup> mode_change;      // host-managed: labels of driver-managed claims
   bool host_managed = false;
 };
 
@@ -55,7 +62,11 @@ ComputeDomainBackend::~ComputeDomainBackend() = default;
 
 const ImexUnitWatcher* ComputeDomainBackend::watcher() const { return parts_ ? parts_->watcher.get() : nullptr; }
 
-kubelet::ClaimHandler& ComputeDomainBackend::claims() { return *parts_->handler; }
+kubelet::ClaimHandler& ComputeDomainBackend::claims() {
+  if (parts_->driver_managed) return *parts_->driver_managed->handler;
+  if (parts_->mode_change) return *parts_->mode_change;
+  return *parts_->handler;
+}
 
 const claims::Checkpoint* ComputeDomainBackend::checkpoint() const {
   return parts_ && parts_->committer ? &parts_->committer->current() : nullptr;
@@ -102,9 +113,6 @@ boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::
                 "host-managed IMEX needs a multi-node NVLink clique)");
     log->info("driver=compute-domain.nvidia.com mode=hostManaged channel_major={} clique={} imex_unit={} "
               "imex_check={}", *major, clique.id.empty() ? "none" : clique.id, o.imex_unit, imex::to_string(policy));
-  } else {
-    log->warn("driver=compute-domain.nvidia.com HostManagedIMEX is off: nvdra does not provide driver-managed IMEX "
-              "(per-ComputeDomain IMEX daemons); publishing no devices, channel claims fail");
   }
 
   const std::string dir = (std::filesystem::path(o.kubelet_plugins_dir) / config::kComputeDomainDriverName).string();
@@ -123,6 +131,16 @@ boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::
   parts->committer = std::make_unique<claims::CheckpointCommitter>(ctx_.executor, ctx_.workers, *parts->checkpoints,
                                                                    std::move(opened->startup.checkpoint));
 
+  if (!parts->host_managed) {
+    auto dm = co_await start_driver_managed(ctx_, std::move(api), *parts->committer, *parts->specs, events_);
+    if (!dm) {
+      ctx_.status.record_error("compute-domain", dm.error().describe());
+      co_return dm.error();
+    }
+    parts->driver_managed = std::move(*dm);
+    parts_ = std::move(parts);
+    co_return Status{};
+  }
   PrepareGate gate;
   if (parts->host_managed && policy != imex::CheckPolicy::kOff) {
     parts->watcher = std::make_unique<ImexUnitWatcher>(ctx_.system_bus, o.imex_unit);
@@ -152,13 +170,19 @@ boost::asio::awaitable<Status> ComputeDomainBackend::start(std::shared_ptr<k8s::
                                                                *parts->specs, std::move(options), std::move(gate));
   for (const auto& e : co_await parts->handler->recover())
     log->warn("driver=compute-domain.nvidia.com start-up cleanup: {}, ignoring", e.describe());
+  if (api_server_configured(o))
+    if (auto labels_api = connect_api_server(ctx_))
+      parts->mode_change = std::make_unique<ModeChangeCleanup>(
+          *parts->handler, *parts->committer, std::make_shared<NodeLabels>(std::move(*labels_api), o.node_name));
   parts_ = std::move(parts);
   co_return Status{};
 }
 
 boost::asio::awaitable<Result<DriverResources>> ComputeDomainBackend::resources() {
-  if (!parts_ || !parts_->host_managed) co_return DriverResources{};
-  co_return imex::host_managed_resources();
+  if (!parts_) co_return DriverResources{};
+  if (parts_->host_managed) co_return imex::host_managed_resources();
+  if (!parts_->driver_managed->handler->refusal().empty()) co_return DriverResources{};
+  co_return imex::driver_managed_resources();
 }
 
 std::unique_ptr<DriverBackend> make_compute_domain_backend(RunContext& ctx) {

@@ -1,12 +1,13 @@
 #pragma once
-// ComputeDomainBackend — the compute-domain.nvidia.com driver in HostManagedIMEX mode (issue #7).
+// ComputeDomainBackend — the compute-domain.nvidia.com driver: HostManagedIMEX mode (issue #7) and,
+// without the gate, upstream's default driver-managed mode (issue #29, driver_managed_start.hpp).
 // start(): with the HostManagedIMEX gate, reads the IMEX channel major from <host-root>/proc/devices
 // (missing: this driver fails to start with what the host lacks and how to fix it; the gpu driver
 // is not affected) and the node's NVLink clique from NVML; opens the checkpoint in
 // <kubelet-plugins-dir>/compute-domain.nvidia.com/ and the CDI store, drops claims a crash left
 // half-prepared, and follows the host's IMEX unit over the shared system bus (--imex-check).
-// resources(): channel-0 only (no daemon device) under the gate; nothing without it, and channel
-// claims then fail saying driver-managed mode is not provided by this process.
+// resources(): channel-0 only (no daemon device) under the gate; channel-0 and daemon-0 without it
+// (nothing when a driver-managed start-up check failed).
 #include <memory>
 
 #include "agent/drivers/driver_backend.hpp"

@@ -75,6 +75,9 @@ def main():
     ap.add_argument("--passthrough", action="store_true",
                     help="gate PassthroughSupport on, on the passthrough host (8 GPUs in a fake sysfs PCI tree): "
                          "a VFIO claim moves a GPU to vfio-pci")
+    ap.add_argument("--compute-domain", action="store_true",
+                    help="a ComputeDomain in driver-managed IMEX mode on a simulated NVLink node (gb200-nvl): daemon "
+                         "claim, channel claim waiting for the daemon's Ready, node label")
     args = ap.parse_args()
     if args.passthrough and args.profile == "dgx-a100":
         args.profile = "passthrough"
@@ -82,6 +85,10 @@ def main():
     os.environ["NVDRA_SOURCE_DIR"] = TOP
     from gpu_node import MOCK, SimulatedNode, gpu_config
     from nvdra_testlib import agent_binary
+    if args.compute_domain:
+        sys.path.insert(0, HERE)
+        import demo_compute_domain
+        return 0 if demo_compute_domain.run(step) == 0 else 1
 
     t_demo = time.monotonic()
     # NVMLDeviceHealthCheck and PassthroughSupport are exclusive (a GPU on vfio-pci has no NVML events).

@@ -41,7 +41,7 @@ TEST(Refusals, AllAlphaAndAllBetaNeverSwitchARefusedGateSilently) {
                 "--feature-gates: feature gate LoggingAlphaOptions=true (from AllAlpha=true) is refused: ", 0),
             0u);
   EXPECT_EQ(refusal({"--feature-gates", "AllBeta=false"}).rfind(
-                "--feature-gates: feature gate IMEXDaemonsWithDNSNames=false (from AllBeta=false) is refused: ", 0),
+                "--feature-gates: feature gate ContextualLogging=false (from AllBeta=false) is refused: ", 0),
             0u);
   // Every refused alpha gate switched back off explicitly: AllAlpha then turns on only what nvdra does.
   auto inv = load({"--feature-gates",
@@ -53,11 +53,14 @@ TEST(Refusals, AllAlphaAndAllBetaNeverSwitchARefusedGateSilently) {
   EXPECT_TRUE(inv->options.gates.enabled(gate::kHostManagedIMEX));
 }
 
-TEST(Refusals, DriverManagedOnlyGatesMayBeOffUnderHostManagedImex) {
+TEST(Refusals, DriverManagedGatesMayBeOffUnderUpstreamsDependencyRule) {
   EXPECT_EQ(refusal({"--feature-gates", "HostManagedIMEX=true,IMEXDaemonsWithDNSNames=false,ComputeDomainCliques=false"}),
             "(accepted)");
-  EXPECT_NE(refusal({"--feature-gates", "IMEXDaemonsWithDNSNames=false,ComputeDomainCliques=false"})
-                .find("feature gate IMEXDaemonsWithDNSNames=false is refused"),
+  // Driver-managed IMEX acts on both gates (issue #29): off is accepted, upstream's rule between them stays.
+  EXPECT_EQ(refusal({"--feature-gates", "IMEXDaemonsWithDNSNames=false,ComputeDomainCliques=false"}), "(accepted)");
+  EXPECT_EQ(refusal({"--feature-gates", "ComputeDomainCliques=false"}), "(accepted)");
+  EXPECT_NE(refusal({"--feature-gates", "IMEXDaemonsWithDNSNames=false"})
+                .find("feature gate ComputeDomainCliques requires IMEXDaemonsWithDNSNames to also be enabled"),
             std::string::npos);
 }
 
@@ -97,7 +100,11 @@ TEST(Refusals, OptionValuesWithoutBehaviourNameTheOptionAndTheSource) {
             "(accepted)");
   EXPECT_EQ(refusal({"--device-health-recovery=later", "--feature-gates", "NVMLDeviceHealthCheck=true"}),
             "--device-health-recovery: invalid value \"later\": allowed: none, reset, recovery-action");
-  EXPECT_EQ(refusal({"--gpu-clique-label-enabled"}).rfind("--gpu-clique-label-enabled: true is refused: ", 0), 0u);
+  // The clique label is kept in driver-managed mode (issue #29); host-managed mode has none to keep.
+  EXPECT_EQ(refusal({"--gpu-clique-label-enabled"}), "(accepted)");
+  EXPECT_EQ(refusal({"--gpu-clique-label-enabled", "--feature-gates", "HostManagedIMEX=true"})
+                .rfind("--gpu-clique-label-enabled: true is refused with HostManagedIMEX: ", 0),
+            0u);
   EXPECT_EQ(refusal({}, {{"GPU_CLIQUE_LABEL_ENABLED", "false"}}), "(accepted)");
   EXPECT_EQ(refusal({"--imex-host-socket-path=/run/imex.sock"})
                 .rfind("--imex-host-socket-path: \"/run/imex.sock\" is refused: ", 0),

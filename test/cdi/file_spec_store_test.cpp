@@ -3,6 +3,7 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -72,6 +73,12 @@ TEST(FileSpecStore, OpenCreatesTheDirectoryRefusesAFileAndSweepsStaleTempFiles) 
   auto store = FileSpecStore::open(tmp.path() + "/cdi");
   ASSERT_TRUE(store.ok());
   EXPECT_EQ(dir_entries(tmp.path() + "/cdi"), std::vector<std::string>{"other-vendor.json"});
+  // This process's own temp files are another store's write in progress (the two drivers share the
+  // root and open it concurrently at start): left alone.
+  const std::string live = ".k8s.compute-domain.nvidia.com-device_base.yaml.tmp." + std::to_string(::getpid()) + ".0";
+  testing::write_file(tmp.path() + "/cdi/" + live, "{\"half");
+  ASSERT_TRUE(FileSpecStore::open(tmp.path() + "/cdi").ok());
+  EXPECT_EQ(dir_entries(tmp.path() + "/cdi"), (std::vector<std::string>{live, "other-vendor.json"}));
 }
 
 TEST(FileSpecStore, WriteIfChangedLeavesAnIdenticalFileAlone) {

@@ -340,6 +340,11 @@ class SimulatedNode:
         return sorted(f for f in os.listdir(self.dirs.cdi) if not f.startswith(".")) if os.path.isdir(
             self.dirs.cdi) else []
 
+    def specs_but_cd_base(self):
+        """cdi_files() without the compute-domain driver's node-wide base spec, which it writes at start in
+        driver-managed IMEX mode (on profiles whose driver passes IMEXDaemonsWithDNSNames' floor)."""
+        return [f for f in self.cdi_files() if f != "k8s.compute-domain.nvidia.com-device_base.yaml"]
+
     def cdi_spec(self, name):
         with open(os.path.join(self.dirs.cdi, name)) as f:
             return json.load(f)

@@ -11,7 +11,7 @@ from prerequisites import require
 
 SOURCE_DIR = os.environ.get("NVDRA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 KUSTOMIZE_DIR = os.path.join(SOURCE_DIR, "contrib", "kubernetes")
-OVERLAYS = ("gpu-only", "gpu-host-managed-imex", "gpu-passthrough")
+OVERLAYS = ("gpu-only", "gpu-host-managed-imex", "gpu-passthrough", "gpu-driver-managed-imex")
 # gpu-only plus the admission webhook: their DaemonSet is gpu-only's (test/systemd/webhook_manifests_test.py).
 WEBHOOK_OVERLAYS = ("gpu-webhook-cert-manager", "gpu-webhook-secret")
 

@@ -176,13 +176,15 @@ class UpstreamPlugins:
     the node's API double (through pb2json-proxy), registrar, plugins and CDI directories, driver and host
     root. qps/burst: client-go's limits (None: upstream's defaults, 5 and 10)."""
 
-    def __init__(self, node, drivers=(GPU, CD), qps=None, burst=None, gates=None, extra_args=None, directory=None):
+    def __init__(self, node, drivers=(GPU, CD), qps=None, burst=None, gates=None, extra_args=None, directory=None,
+                 imex_mode="hostManaged"):
         self.dir = directory or upstream_dir()
         if self.dir is None:
             raise RuntimeError(skip_reason())
         if not getattr(node, "upstream_ready", False):
             raise ValueError("UpstreamPlugins needs a node built by upstream_node() (device nodes in the driver root)")
         self.node, self.drivers, self.qps, self.burst = node, list(drivers), qps, burst
+        self.imex_mode = imex_mode  # the compute-domain plugin's --imex-mode
         self.gates = dict(DEFAULT_GATES, **(gates or {}))
         self.extra_args = dict(extra_args or {})
         self.procs, self.logs, self.plugins = {}, {}, {}
@@ -217,7 +219,7 @@ class UpstreamPlugins:
         if driver == GPU:  # flags only the GPU plugin has
             args += ["--host-root", n.host_root, "--image-name", "nvdra-parity/upstream:test"]
         else:
-            args += ["--imex-mode=hostManaged"]
+            args += [f"--imex-mode={self.imex_mode}"]
         if self.qps is not None:
             args += ["--kube-api-qps", str(self.qps), "--kube-api-burst", str(self.burst or self.qps)]
         return args + list(self.extra_args.get(driver, []))

@@ -79,7 +79,7 @@ class ConsumableShares(unittest.TestCase):
             for x in left:
                 self.assertIn(claim_file(x), self.node.cdi_files())
             self.assertEqual(self.timeslice_resets(), 0 if left else 1, f"after unprepare of {c.name}")
-        self.assertEqual(self.node.cdi_files(), [])
+        self.assertEqual(self.node.specs_but_cd_base(), [])
 
     def test_three_claims_share_one_gpu_by_memory(self):
         self.start("memory")
@@ -96,7 +96,7 @@ class ConsumableShares(unittest.TestCase):
         for i, c in enumerate(claims):
             self.assertEqual(self.node.gpu().unprepare([c]), {c.uid: ""})
             self.assertEqual(sorted(self.node.checkpoint()), sorted(x.uid for x in claims[i + 1:]))
-        self.assertEqual(self.node.cdi_files(), [])
+        self.assertEqual(self.node.specs_but_cd_base(), [])
         self.assertEqual(self.node.api.rejections, [])
 
     def test_dynamic_mig_device_is_made_once_and_goes_with_its_last_share(self):
@@ -119,7 +119,7 @@ class ConsumableShares(unittest.TestCase):
         self.assertEqual(live(), [mig], "the other share still uses it")
         self.assertEqual(node.gpu().unprepare([claims[1]]), {claims[1].uid: ""})
         self.assertEqual(live(), [])
-        self.assertEqual(node.cdi_files(), [])
+        self.assertEqual(node.specs_but_cd_base(), [])
 
     def test_mps_is_refused_while_shares_are_on(self):
         self.start("unlimited")

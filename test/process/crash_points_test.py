@@ -135,6 +135,25 @@ def add_compute_domain(run):
     run.domain = cd["metadata"]["uid"]
 
 
+def add_ready_domain(run):
+    """Driver-managed IMEX: a ComputeDomain whose daemon on this node is Ready in its ComputeDomainClique."""
+    gv = "resource.nvidia.com/v1beta1"
+    cd = run.node.api.put_object({"apiVersion": gv, "kind": "ComputeDomain",
+                                  "metadata": {"name": "crash-dm", "namespace": "default"},
+                                  "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": "crash-dm"}}}})
+    run.domain = cd["metadata"]["uid"]
+    clique = run.node.wait_log(r"mode=driverManaged clique=(\S+)").group(1)
+    run.node.api.put_object({"apiVersion": gv, "kind": "ComputeDomainClique",
+                             "metadata": {"name": f"{run.domain}.{clique}", "namespace": "default"},
+                             "daemons": [{"nodeName": run.node.node, "ipAddress": "10.0.0.7", "cliqueID": clique,
+                                          "index": 0, "status": "Ready"}]})
+
+
+def no_domain_label(test, run):
+    labels = run.node.api.objects("v1", "nodes")[0]["metadata"].get("labels", {})
+    test.assertNotIn("resource.nvidia.com/computeDomain", labels, "the node label of the domain was left")
+
+
 def fabric_claim(run, name):
     return run.node.allocate(name, fabric_manager_test.BOARD_5678)  # partition 2's GPUs
 
@@ -186,6 +205,8 @@ SCENARIOS = {
     "vfio": Scenario("passthrough", vfio_claim, gates="PassthroughSupport=true,DeviceMetadata=true", extra_clean=(gpu_back_on_nvidia,)),
     "imex": Scenario("gb200-nvl", channel_claim, gates="HostManagedIMEX=true", driver=CD, bus=True,
                      args=("--controller=false", "--imex-check", "warn"), setup=add_compute_domain),
+    "imex-dm": Scenario("gb200-nvl", channel_claim, driver=CD, args=("--controller=false",), setup=add_ready_domain,
+                        extra_clean=(no_domain_label,)),
     "fm": Scenario(fabric_manager_test.PROFILE, fabric_claim, gates="FabricManagerPartitioning=true",
                    make_node=lambda gates: fabric_manager_test.fabric_node(gates),
                    extra_clean=(no_active_partition,)),

@@ -100,7 +100,7 @@ class DynamicMig(unittest.TestCase):
                 self.assertEqual(self.mig_devices_on_node(node), [])
                 for c in claims:
                     node.delete_claim(c)
-        self.assertEqual(node.cdi_files(), [])
+        self.assertEqual(node.specs_but_cd_base(), [])
 
     def test_every_profile_fills_an_h100_as_far_as_its_counters_allow(self):
         self.prepare_everything_a_scheduler_allocates(self.node("hgx-h100"), "gpu-0")

@@ -90,7 +90,7 @@ class Passthrough(PassthroughCase):
         self.assertEqual(self.pci.driver(self.bdf[0]), "nvidia")
         self.assertFalse(os.path.exists(os.path.join(self.node.host_root, "dev/vfio/10")))
         self.wait_published(lambda n: "gpu-0" in n)
-        self.assertEqual(self.node.cdi_files(), [])
+        self.assertEqual(self.node.specs_but_cd_base(), [])
         self.assertEqual(self.node.checkpoint(), {})
         # enableAPIDevice with LegacyOnly: the legacy container device, /dev/vfio/vfio.
         api = dict(VFIO_CONFIG, iommu={"backendPolicy": "LegacyOnly", "enableAPIDevice": True})
@@ -127,7 +127,7 @@ class Passthrough(PassthroughCase):
             "options": ["ro", "bind"]}])
         self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
         self.assertFalse(os.path.exists(os.path.dirname(os.path.dirname(host))))
-        self.assertEqual(self.node.cdi_files(), [])
+        self.assertEqual(self.node.specs_but_cd_base(), [])
 
     def test_device_metadata_goes_under_the_pod_claim_name_and_top_level_request_of_a_template_claim(self):
         # A claim the resource claim controller made from a ResourceClaimTemplate (its pod-claim-name

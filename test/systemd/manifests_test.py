@@ -15,6 +15,7 @@ from kustomize import agent_container, render, require_kubectl  # noqa: E402
 from openapi_validator import OPENAPI_DIR, OpenApiValidator  # noqa: E402
 
 CRD = os.path.join(OPENAPI_DIR, "..", "upstream-crds", "resource.nvidia.com_computedomains.yaml")
+CLIQUE_CRD = os.path.join(OPENAPI_DIR, "..", "upstream-crds", "resource.nvidia.com_computedomaincliques.yaml")
 
 # upstream-driver.md §10.3, verbatim.
 CEL = {
@@ -25,12 +26,21 @@ CEL = {
     "compute-domain-default-channel.nvidia.com":
         "device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == "
         "'channel' && device.attributes['compute-domain.nvidia.com'].id == 0",
+    "compute-domain-daemon.nvidia.com":
+        "device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == "
+        "'daemon'",
 }
 AGENT_RULES = {
     ("resource.k8s.io", "resourceslices"): ["get", "list", "watch", "create", "update", "delete"],
     ("resource.k8s.io", "resourceclaims"): ["get", "list", "watch"],
     ("", "nodes"): ["get"],
     ("events.k8s.io", "events"): ["create", "patch"],
+}
+# Driver-managed IMEX (issue #29): the ComputeDomain and ComputeDomainClique watches, the Node label patches.
+DRIVER_MANAGED_RULES = {
+    ("resource.nvidia.com", "computedomains"): ["get", "list", "watch"],
+    ("resource.nvidia.com", "computedomaincliques"): ["get", "list", "watch"],
+    ("", "nodes"): ["patch"],
 }
 LEASE_RULES = {("coordination.k8s.io", "leases"): ["get", "list", "watch", "create", "update"]}
 CONTROLLER_RULES = {
@@ -57,7 +67,7 @@ class Overlays(unittest.TestCase):
         cls.v135 = OpenApiValidator(["api__v1_openapi.json", "apis__resource.k8s.io__v1_openapi.json",
                                      "apis__coordination.k8s.io__v1_openapi.json"])
         cls.v134 = OpenApiValidator([os.path.join("v1.34", "apis__resource.k8s.io__v1_openapi.json")])
-        cls.rendered = {o: render(o) for o in ("gpu-only", "gpu-host-managed-imex")}
+        cls.rendered = {o: render(o) for o in ("gpu-only", "gpu-host-managed-imex", "gpu-driver-managed-imex")}
 
     def test_validator_rejects_an_unknown_field(self):
         bad = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "x"},
@@ -84,7 +94,8 @@ class Overlays(unittest.TestCase):
 
     def test_device_classes_carry_upstreams_cel_and_no_daemon_class(self):
         expect = {"gpu-only": ["gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com"],
-                  "gpu-host-managed-imex": sorted(CEL)}
+                  "gpu-host-managed-imex": sorted(set(CEL) - {"compute-domain-daemon.nvidia.com"}),
+                  "gpu-driver-managed-imex": sorted(CEL)}
         for overlay, objs in self.rendered.items():
             classes = {o["metadata"]["name"]: o for o in objs if o["kind"] == "DeviceClass"}
             self.assertEqual(sorted(classes), sorted(expect[overlay]), overlay)
@@ -138,6 +149,22 @@ class Overlays(unittest.TestCase):
             self.assertNotIn("readinessProbe", c, overlay)
             # upstream's chart: startup every 1 s up to 600 times, liveness every 10 s, 3 failures.
             self.assertEqual((c["startupProbe"]["periodSeconds"], c["startupProbe"]["failureThreshold"]), (1, 600))
+
+    def test_driver_managed_overlay_runs_beside_upstreams_controller(self):
+        objs = self.rendered["gpu-driver-managed-imex"]
+        self.assertEqual(rules_of(objs, "ClusterRole", "nvdra-agent-compute-domains"), DRIVER_MANAGED_RULES)
+        binding = next(o for o in objs if o["kind"] == "ClusterRoleBinding"
+                       and o["metadata"]["name"] == "nvdra-agent-compute-domains")
+        self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": "nvdra-agent", "namespace": "nvdra"}])
+        self.assertFalse([o for o in objs if o["metadata"]["name"] == "nvdra-controller"])  # upstream's controller runs
+        env = env_of(objs)
+        self.assertEqual((env["NVDRA_DRIVERS"], env["FEATURE_GATES"], env["NVDRA_CONTROLLER"]),
+                         ("gpu,compute-domain", "", "false"))
+        crds = {o["metadata"]["name"]: o for o in objs if o["kind"] == "CustomResourceDefinition"}
+        for name, path in (("computedomains.resource.nvidia.com", CRD),
+                           ("computedomaincliques.resource.nvidia.com", CLIQUE_CRD)):
+            with open(path) as f:
+                self.assertEqual(crds[name]["spec"], yaml.safe_load(f)["spec"], name)
 
     def test_computedomain_crd_is_upstreams(self):
         with open(CRD) as f:

@@ -1,5 +1,5 @@
-"""Custom resources of the double: the ComputeDomain CRD (resource.nvidia.com/v1beta1) as the repo
-ships it in contrib/, served like kube-apiserver serves a CRD with a status subresource:
+"""Custom resources of the double: the ComputeDomain and ComputeDomainClique CRDs
+(resource.nvidia.com/v1beta1) as the repo ships them in contrib/, served like kube-apiserver serves a CRD with a status subresource:
   * every write is validated against the CRD's openAPIV3Schema (unknown fields rejected, enums,
     required fields) and metadata against the real ObjectMeta schema; structural defaults applied;
   * `spec` is immutable (the CRD's `self == oldSelf` rule);
@@ -17,11 +17,17 @@ CRD_FILES = {
     ("resource.nvidia.com/v1beta1", "computedomains"): os.path.join(
         HERE, "..", "..", "..", "contrib", "kubernetes", "components", "compute-domain",
         "resource.nvidia.com_computedomains.yaml"),
+    # upstream's CRD byte for byte (shared/reference/upstream-crds): the objects daemons write, read
+    # by the compute-domain driver in driver-managed mode.
+    ("resource.nvidia.com/v1beta1", "computedomaincliques"): os.path.join(
+        HERE, "..", "..", "..", "contrib", "kubernetes", "components", "compute-domain-driver-managed",
+        "resource.nvidia.com_computedomaincliques.yaml"),
 }
 
 # (group/version, plural) -> (kind, namespaced), merged into server.RESOURCES.
 CUSTOM_RESOURCES = {
     ("resource.nvidia.com/v1beta1", "computedomains"): ("ComputeDomain", True),
+    ("resource.nvidia.com/v1beta1", "computedomaincliques"): ("ComputeDomainClique", True),
 }
 # Resources whose status is only written through the /status subresource.
 STATUS_SUBRESOURCE = {"resource.nvidia.com/v1beta1/computedomains"}

@@ -1,0 +1,111 @@
+#pragma once
+// DriverManagedClaimHandler — compute-domain.nvidia.com claims in upstream's default driver-managed
+// IMEX mode (upstream-driver.md §9.4, §5.2), behind kubelet::ClaimHandler (see its contract).
+//
+// Daemon claims (device daemon-0, ComputeDomainDaemonConfig{domainID}): the ComputeDomain must be
+// known → PrepareStarted → <plugin dir>/domains/<uid>/ (0755) with imexd.cfg.tmpl (0644) → CDI spec
+// (CLIQUE_ID, COMPUTE_DOMAIN_{UUID,NAME,NAMESPACE}, /imexd bind mount, the fabric-imex-mgmt node
+// when the node has a clique) → PrepareCompleted; answered with ".../device=all" and the claim's id.
+// Channel claims (channel-0, ComputeDomainChannelConfig), upstream's order: channel 0 not held by
+// another completed claim → the ComputeDomain exists in the claim's namespace → PrepareStarted →
+// node label resource.nvidia.com/computeDomain=<uid> (refused when another domain holds it) → this
+// node's daemon Ready (ComputeDomainClique, or the ComputeDomain's status.nodes) → no clique: no
+// device (and a Warning Event on the claim) → CDI spec with channel 0 (or all channels for
+// allocationMode All) → PrepareCompleted. Readiness comes from ComputeDomainCache's watches: a prepare
+// waits for the next change, at most `readiness_wait`, and never holds anything another claim needs.
+// Unprepare: the node label (a channel's, only when it names the claim's domain), the CDI spec, the
+// entry. A domain directory goes when the cache sees its ComputeDomain deleted and no prepared daemon
+// claim names it. Entries of host-managed mode (channel form, no label) unprepare the same way.
+//
+// Thread: io_context; file work goes to the worker pool. Lifetime: references outlive the handler.
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/claims/checkpoint_committer.hpp"
+#include "agent/claims/opaque_config.hpp"
+#include "agent/drivers/domain_cache.hpp"
+#include "agent/drivers/domain_groups.hpp"
+#include "agent/kubelet/claim_handler.hpp"
+#include "cdi/nvidia_caps.hpp"
+#include "cdi/spec_builder.hpp"
+#include "cdi/spec_store.hpp"
+
+namespace nvdra::k8s {
+class ApiServer;
+class EventRecorder;
+struct ClaimAllocation;
+}  // namespace nvdra::k8s
+namespace nvdra::runtime { class WorkerPool; }
+
+namespace nvdra::drivers {
+
+class ComputeDomainCache;
+class NodeLabels;
+struct DomainClaimPlan;
+
+struct DriverManagedOptions {
+  int64_t channel_major = 0;   // nvidia-caps-imex-channels
+  int64_t caps_major = 0;      // nvidia-caps (the fabric-imex-mgmt node), with a clique only
+  cdi::CapNode fabric_mgmt;    // capabilities/fabric-imex-mgmt, with a clique only
+  std::string clique_id;       // "" : channel claims get no device (upstream's answer)
+  std::string plugin_dir;      // <kubelet-plugins-dir>/compute-domain.nvidia.com
+  std::string pool;            // the node name
+  bool use_cliques = true;     // gate ComputeDomainCliques
+  std::chrono::milliseconds readiness_wait{40000};
+  claims::ConfigGates gates;
+  // Set when a start-up check failed (driver too old for IMEXDaemonsWithDNSNames, no channel major, a
+  // fabric error, no API server): every prepare fails with it and the driver publishes no device.
+  std::string refusal;
+};
+
+class DriverManagedClaimHandler final : public kubelet::ClaimHandler {
+ public:
+  // `api` (claim reads) may be null: prepares then fail with a clear error. `events` may be null.
+  DriverManagedClaimHandler(runtime::WorkerPool& pool, std::shared_ptr<k8s::ApiServer> api,
+                            claims::CheckpointCommitter& committer, cdi::SpecStore& specs,
+                            std::shared_ptr<ComputeDomainCache> cache, NodeLabels* labels, k8s::EventRecorder* events,
+                            DriverManagedOptions options);
+
+  boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare(kubelet::ClaimRef claim) override;
+  boost::asio::awaitable<Status> unprepare(kubelet::ClaimRef claim) override;
+  // Start-up: entries that never completed are unprepared (label, CDI spec, entry).
+  boost::asio::awaitable<std::vector<Error>> recover();
+  const std::string& refusal() const { return options_.refusal; }
+  // The cache saw ComputeDomain `uid` deleted: its domain directory goes unless a daemon claim uses it.
+  boost::asio::awaitable<void> domain_gone(std::string uid);
+  // Once the watches have listed: domain directories of ComputeDomains that no longer exist go (what
+  // upstream's 10-minute sweep does, here at start and then at each deletion).
+  boost::asio::awaitable<void> sweep_domains();
+
+ private:
+  using Decided = DomainClaimPlan;
+  boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare_new(kubelet::ClaimRef claim);
+  boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare_daemon(const kubelet::ClaimRef& claim,
+                                                                                      const Decided& d);
+  boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare_channel(const kubelet::ClaimRef& claim,
+                                                                                       const Decided& d);
+  boost::asio::awaitable<Status> check_domain(const std::string& uid, const kubelet::ClaimRef& claim);
+  boost::asio::awaitable<Status> await_ready(const std::string& uid, const kubelet::ClaimRef& claim);
+  boost::asio::awaitable<Status> await_synced();
+  boost::asio::awaitable<std::optional<DomainInfo>> find_domain(const std::string& uid);
+  boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> complete(
+      const kubelet::ClaimRef& claim, const Decided& d, claims::CheckpointedClaim entry,
+      std::vector<cdi::NamedEdits> edits, std::vector<std::string> extra_ids);
+  boost::asio::awaitable<Status> forget(const kubelet::ClaimRef& claim);
+
+  runtime::WorkerPool& pool_;
+  std::shared_ptr<k8s::ApiServer> api_;
+  claims::CheckpointCommitter& committer_;
+  cdi::SpecStore& specs_;
+  std::shared_ptr<ComputeDomainCache> cache_;
+  NodeLabels* labels_;
+  k8s::EventRecorder* events_;
+  DriverManagedOptions options_;
+};
+
+}  // namespace nvdra::drivers

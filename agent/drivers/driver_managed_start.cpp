@@ -1,0 +1,185 @@
+#include "agent/drivers/driver_managed_start.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+#include <filesystem>
+
+#include "agent/base/log.hpp"
+#include "agent/config/options.hpp"
+#include "agent/drivers/api_connection.hpp"
+#include "agent/drivers/domain_cache.hpp"
+#include "agent/drivers/driver_managed_claims.hpp"
+#include "agent/drivers/node_gpus.hpp"
+#include "agent/drivers/node_labels.hpp"
+#include "agent/runtime/worker_pool.hpp"
+#include "agent/status/agent_status.hpp"
+#include "cdi/device_edits.hpp"
+#include "cdi/driver_discovery.hpp"
+#include "cdi/driver_edits.hpp"
+#include "cdi/file_spec_store.hpp"
+#include "cdi/naming.hpp"
+#include "imex/channel_major.hpp"
+#include "imex/driver_managed.hpp"
+#include "nvml/discovery.hpp"
+
+namespace nvdra::drivers {
+
+DriverManagedParts::DriverManagedParts() = default;
+DriverManagedParts::~DriverManagedParts() {
+  if (cache) cache->stop();
+  stop.emit(boost::asio::cancellation_type::terminal);
+  // Upstream removes its clique label at shutdown; the patch goes out while the agent drains.
+  if (clique_label && labels)
+    boost::asio::co_spawn(executor, [l = labels]() -> boost::asio::awaitable<void> {
+      (void)co_await l->write(std::string(imex::kCliqueLabel), std::nullopt);
+    }, boost::asio::detached);
+}
+
+namespace {
+
+// The node-wide spec daemon claims name as .../device=all: upstream's nvcdi "management" spec, every
+// GPU's device nodes with the driver's common edits and NVIDIA_VISIBLE_DEVICES=void. Blocking.
+Status write_base_spec(const config::Options& o, const nvml::DeviceModel& model, cdi::FileSpecStore& specs) {
+  cdi::DriverRoots roots{o.nvidia_driver_root, o.container_driver_root, o.host_root, {}, model.system.driver_version};
+  roots.hook_path = cdi::resolve_cdi_hook(roots, o.nvidia_cdi_hook_path);
+  auto inventory = cdi::discover_driver(roots);
+  if (!inventory) return inventory.error();
+  const auto host = cdi::host_view(*inventory, roots);
+  cdi::ContainerEdits all;
+  for (const auto& gpu : model.gpus) all.append(cdi::gpu_edits(cdi::GpuDevice{gpu.minor, gpu.pci.bus_id}, host));
+  auto common = cdi::driver_edits(*inventory, roots);
+  common.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
+  auto spec = cdi::build_base_spec(cdi::kComputeDomainVendor, "all", std::move(all), std::move(common));
+  if (!spec) return spec.error();
+  auto written = specs.write_if_changed(*spec);
+  if (!written) return written.error();
+  return {};
+}
+
+// Upstream's start-up checks of this mode, and what the claims need from the host.
+boost::asio::awaitable<Result<DriverManagedOptions>> node_facts(RunContext& ctx, cdi::FileSpecStore& specs) {
+  const auto& o = ctx.options;
+  DriverManagedOptions d;
+  auto major = co_await ctx.workers.run([root = o.host_root] { return imex::read_channel_major(root); });
+  if (!major) co_return major.error();
+  d.channel_major = *major;
+  auto gpus = co_await ctx.gpus.get();
+  if (!gpus) co_return gpus.error();
+  const auto& model = (*gpus)->model;
+  if (o.gates.enabled(config::gate::kIMEXDaemonsWithDNSNames))
+    if (auto st = imex::check_dns_names_driver(model.system.driver_version); !st) co_return st.error();
+  auto clique = nvml::clique_id(model, o.gates.enabled(config::gate::kCrashOnNVLinkFabricErrors));
+  if (!clique) co_return clique.error();  // upstream refuses to start on fabric errors too
+  d.clique_id = *clique;
+  if (!d.clique_id.empty()) {
+    auto caps = co_await ctx.workers.run([root = o.host_root]() -> Result<std::pair<int64_t, cdi::CapNode>> {
+      auto m = cdi::read_char_device_major(root, cdi::kNvidiaCapsDevice);
+      if (!m) return m.error();
+      auto cap = cdi::read_cap(root, "fabric-imex-mgmt");
+      if (!cap) return cap.error();
+      return std::pair{*m, *cap};
+    });
+    if (!caps) co_return caps.error();
+    d.caps_major = caps->first;
+    d.fabric_mgmt = caps->second;
+  }
+  auto written = co_await ctx.workers.run([&o, &model, &specs] { return write_base_spec(o, model, specs); });
+  if (!written) co_return written.error();
+  d.plugin_dir = (std::filesystem::path(o.kubelet_plugins_dir) / config::kComputeDomainDriverName).string();
+  d.pool = o.node_name;
+  d.use_cliques = o.gates.enabled(config::gate::kComputeDomainCliques);
+  d.gates = claims::ConfigGates{o.gates.enabled(config::gate::kTimeSlicingSettings),
+                                o.gates.enabled(config::gate::kMPSSupport),
+                                o.gates.enabled(config::gate::kPassthroughSupport),
+                                o.gates.enabled(config::gate::kFabricTopologySupport)};
+  co_return d;
+}
+
+}  // namespace
+
+namespace {
+
+// --gpu-clique-label-enabled: nvidia.com/gpu.clique=<clique id>, retried until the API server takes it.
+boost::asio::awaitable<void> keep_clique_label(std::shared_ptr<NodeLabels> labels, std::string clique) {
+  auto ex = co_await boost::asio::this_coro::executor;
+  for (std::chrono::milliseconds pause{500};; pause = std::min(pause * 2, std::chrono::milliseconds(30000))) {
+    if (co_await labels->load()) {
+      if (labels->value(std::string(imex::kCliqueLabel)) == clique) co_return;
+      auto st = co_await labels->write(std::string(imex::kCliqueLabel), clique);
+      if (st) co_return;
+      nvdra::logger("compute-domain")->warn("{}; retrying", st.error().describe());
+    }
+    boost::asio::steady_timer timer(ex, pause);
+    co_await timer.async_wait(boost::asio::use_awaitable);
+  }
+}
+
+// Why this mode cannot serve on this node ("" when it can), and the API client when it can.
+std::string refusal_of(RunContext& ctx, const Result<DriverManagedOptions>& facts,
+                       std::shared_ptr<k8s::ApiServer>& api) {
+  if (!facts) return facts.error().describe();
+  if (!api_server_configured(ctx.options))
+    return "driver-managed IMEX needs the Kubernetes API (ComputeDomains, ComputeDomainCliques, the Node's labels): "
+           "set --kubeconfig or run in a cluster";
+  auto connected = connect_api_server(ctx);
+  if (!connected) return connected.error().describe();
+  api = std::move(*connected);
+  return {};
+}
+
+}  // namespace
+
+boost::asio::awaitable<Result<std::unique_ptr<DriverManagedParts>>> start_driver_managed(
+    RunContext& ctx, std::shared_ptr<k8s::ApiServer> claim_reader, claims::CheckpointCommitter& committer,
+    cdi::FileSpecStore& specs, k8s::EventRecorder* events) {
+  auto log = nvdra::logger("compute-domain");
+  const auto& o = ctx.options;
+  auto facts = co_await node_facts(ctx, specs);
+  std::shared_ptr<k8s::ApiServer> api;
+  auto options = facts ? *facts : DriverManagedOptions{};
+  options.refusal = refusal_of(ctx, facts, api);
+  auto parts = std::make_unique<DriverManagedParts>();
+  parts->executor = ctx.executor;
+  const auto clique = options.clique_id;
+  if (options.refusal.empty()) {
+    parts->labels = std::make_shared<NodeLabels>(api, o.node_name);
+    parts->cache = std::make_shared<ComputeDomainCache>(ctx.executor, api, o.namespace_name, o.node_name);
+  } else {
+    log->error("driver=compute-domain.nvidia.com mode=driverManaged refusing every claim and publishing no device: {}",
+               options.refusal);
+    ctx.status.record_error("compute-domain", options.refusal);
+  }
+  parts->handler = std::make_unique<DriverManagedClaimHandler>(ctx.workers, std::move(claim_reader), committer, specs,
+                                                               parts->cache, parts->labels.get(), events,
+                                                               std::move(options));
+  if (parts->cache) {
+    parts->cache->on_gone([ex = ctx.executor, handler = parts->handler.get()](const std::string& uid) {
+      boost::asio::co_spawn(ex, handler->domain_gone(uid), boost::asio::detached);
+    });
+    parts->cache->on_synced([ex = ctx.executor, handler = parts->handler.get()] {
+      boost::asio::co_spawn(ex, handler->sweep_domains(), boost::asio::detached);
+    });
+    parts->cache->start();
+    if (o.gpu_clique_label_enabled && !clique.empty()) {
+      parts->clique_label = true;
+      boost::asio::co_spawn(ctx.executor, keep_clique_label(parts->labels, clique),
+                            boost::asio::bind_cancellation_slot(parts->stop.slot(), boost::asio::detached));
+    }
+  }
+  for (const auto& e : co_await parts->handler->recover())
+    log->warn("driver=compute-domain.nvidia.com start-up cleanup: {}, ignoring", e.describe());
+  log->info("driver=compute-domain.nvidia.com mode=driverManaged clique={} cliques_gate={} clique_label={}",
+            clique.empty() ? "none" : clique, o.gates.enabled(config::gate::kComputeDomainCliques),
+            o.gpu_clique_label_enabled);
+  co_return parts;
+}
+
+}  // namespace nvdra::drivers

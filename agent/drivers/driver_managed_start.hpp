@@ -1,0 +1,45 @@
+#pragma once
+// The compute-domain driver's start in driver-managed IMEX mode (upstream's default): the start-up
+// checks upstream makes (IMEX channel major, the node's clique, with gate IMEXDaemonsWithDNSNames a
+// driver >= 570.158.01, the fabric-imex-mgmt capability when there is a clique), the base CDI spec
+// that daemon claims name (k8s.compute-domain.nvidia.com/device=all), the ComputeDomain and
+// ComputeDomainClique watches, the Node labels (--gpu-clique-label-enabled) and the claim handler.
+#include <boost/asio/awaitable.hpp>
+
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <memory>
+#include <string>
+
+#include "agent/base/result.hpp"
+#include "agent/runtime/component.hpp"
+
+namespace nvdra::k8s {
+class ApiServer;
+class EventRecorder;
+}  // namespace nvdra::k8s
+namespace nvdra::claims { class CheckpointCommitter; }
+namespace nvdra::cdi { class FileSpecStore; }
+
+namespace nvdra::drivers {
+
+class ComputeDomainCache;
+class NodeLabels;
+class DriverManagedClaimHandler;
+
+struct DriverManagedParts {
+  std::shared_ptr<ComputeDomainCache> cache;
+  std::shared_ptr<NodeLabels> labels;
+  std::unique_ptr<DriverManagedClaimHandler> handler;
+  boost::asio::any_io_executor executor;
+  boost::asio::cancellation_signal stop;  // ends the clique-label writer
+  bool clique_label = false;              // --gpu-clique-label-enabled with a clique: removed at shutdown
+  DriverManagedParts();
+  ~DriverManagedParts();
+};
+
+boost::asio::awaitable<Result<std::unique_ptr<DriverManagedParts>>> start_driver_managed(
+    RunContext& ctx, std::shared_ptr<k8s::ApiServer> claim_reader, claims::CheckpointCommitter& committer,
+    cdi::FileSpecStore& specs, k8s::EventRecorder* events);
+
+}  // namespace nvdra::drivers
