@@ -198,21 +198,23 @@ steps::PipelineHooks<GpuPrepare> GpuClaimHandler::prepare_hooks(const kubelet::C
   steps::PipelineHooks<GpuPrepare> hooks;
   // The FM partitions are held from their plan on, without a suspension, until PrepareStarted is durable.
   hooks.started = [this, &entry, &clock](GpuPrepare& p) -> boost::asio::awaitable<Status> {
+    const std::string_view area = p.area;
     if (options_.fabric) options_.fabric->hold(p.claim.uid, p.fabric);
     if (auto st = co_await committer_.commit({ClaimUpdate{p.claim.uid, entry}}); !st) {
       if (options_.fabric) options_.fabric->forget(p.claim.uid);
       co_return st;
     }
-    crash_point(p.area, "prepare.after-started");
+    crash_point(area, "prepare.after-started");
     clock.step("started");
     co_return Status{};
   };
   hooks.completed = [this, &entry, &clock](GpuPrepare& p) -> boost::asio::awaitable<Status> {
+    const std::string_view area = p.area;
     clock.step("devices");
     entry.state = ClaimState::kPrepareCompleted;
     entry.prepared_devices = encode_prepared_groups(p.prepared);
     if (auto st = co_await committer_.commit({ClaimUpdate{p.claim.uid, entry}}); !st) co_return st;
-    crash_point(p.area, "prepare.after-completed");  // durable, kubelet not yet answered
+    crash_point(area, "prepare.after-completed");  // durable, kubelet not yet answered
     clock.step("completed");
     co_return Status{};
   };

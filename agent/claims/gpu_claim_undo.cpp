@@ -96,11 +96,12 @@ std::string_view GpuClaimHandler::area_of(const std::vector<UndoGroup>& groups) 
 boost::asio::awaitable<Status> GpuClaimHandler::undo_claim(kubelet::ClaimRef claim, std::vector<UndoGroup> groups) {
   GpuPrepare undo{*services_, claim, area_of(groups)};
   undo.undo = std::move(groups);
+  const std::string_view area = undo.area;
   for (auto* step : gpu_undo_steps())
     if (auto st = co_await step->undo(undo); !st) co_return for_claim(st.error(), claim);
   if (auto c = co_await committer_.commit({ClaimUpdate{claim.uid, std::nullopt}}); !c)
     co_return for_claim(c.error(), claim);
-  crash_point(undo.area, "unprepare.after-erase");  // durable, kubelet not yet answered
+  crash_point(area, "unprepare.after-erase");  // durable, kubelet not yet answered
   if (options_.on_devices_changed) options_.on_devices_changed();
   co_return Status{};
 }

@@ -35,19 +35,20 @@ class ClaimSpecStep final : public GpuStep {
   Status plan(GpuPrepare&) const override { return {}; }
 
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
-    co_return co_await c.node.pool.run([&c]() -> Status {
+    co_return co_await c.node.pool.run([&c, area = c.area]() -> Status {
       auto spec = cdi::build_claim_spec(cdi::kGpuVendor, c.claim.uid, c.edits, c.claim_edits);
       if (!spec) return spec.error();
       if (auto st = c.node.specs.write(*spec); !st) return st;
-      crash_point(c.area, "prepare.after-cdi-write");
+      crash_point(area, "prepare.after-cdi-write");
       record(c, spec->device_ids);
       return {};
     });
   }
 
   boost::asio::awaitable<Status> undo(GpuPrepare& c) override {
+    const std::string_view area = c.area;
     Status st = co_await c.node.pool.run([&c] { return c.node.specs.remove_claim(cdi::kGpuVendor, c.claim.uid); });
-    if (st) crash_point(c.area, "unprepare.after-cdi-remove");
+    if (st) crash_point(area, "unprepare.after-cdi-remove");
     co_return st;
   }
 

@@ -14,24 +14,24 @@ class ComputeModeStep final : public GpuStep {
   Status plan(GpuPrepare&) const override { return {}; }
 
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
-    co_return co_await c.node.pool.run([&c]() -> Status {
+    co_return co_await c.node.pool.run([&c, area = c.area]() -> Status {
       for (const auto& group : *c.groups) {
         if (group.plan.kind != SharingKind::kMps) continue;
         if (!group.gpu_uuids.empty())
           if (auto st = c.node.smi.set_compute_mode(group.gpu_uuids, "EXCLUSIVE_PROCESS"); !st) return st;
-        crash_point(c.area, "prepare.after-compute-mode");
+        crash_point(area, "prepare.after-compute-mode");
       }
       return {};
     });
   }
 
   boost::asio::awaitable<Status> undo(GpuPrepare& c) override {
-    co_return co_await c.node.pool.run([&c]() -> Status {
+    co_return co_await c.node.pool.run([&c, area = c.area]() -> Status {
       for (const auto& g : c.undo) {
         if (g.mps_daemon_id.empty()) continue;
         if (!g.gpu_uuids.empty())
           if (auto s = c.node.smi.set_compute_mode(g.gpu_uuids, "DEFAULT"); !s) return s;
-        crash_point(c.area, "unprepare.after-compute-mode");
+        crash_point(area, "unprepare.after-compute-mode");
       }
       return {};
     });

@@ -34,6 +34,7 @@ class DynamicMigStep final : public GpuStep {
   }
 
   boost::asio::awaitable<Status> undo(GpuPrepare& c) override {
+    const std::string_view area = c.area;
     bool any = false;
     for (const auto& g : c.undo)
       for (const auto& m : g.migs) {
@@ -47,7 +48,7 @@ class DynamicMigStep final : public GpuStep {
         if (e.code == ErrorCode::kUnavailable) e.message += " (the GPU is busy; kubelet retries the unprepare)";
         co_return e;
       }
-    if (any) crash_point(c.area, "unprepare.after-mig-destroy");
+    if (any) crash_point(area, "unprepare.after-mig-destroy");
     co_return Status{};
   }
 

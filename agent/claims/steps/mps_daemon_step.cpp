@@ -15,14 +15,14 @@ class MpsDaemonStep final : public GpuStep {
   Status plan(GpuPrepare&) const override { return {}; }  // plan_claim refuses multi-user MPS below CC 7.0
 
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
-    co_return co_await c.node.pool.run([&c]() -> Status {
+    co_return co_await c.node.pool.run([&c, area = c.area]() -> Status {
       for (std::size_t g = 0; g < c.groups->size(); ++g) {
         const auto& group = (*c.groups)[g];
         if (group.plan.kind != SharingKind::kMps) continue;
         auto daemon = c.node.mps_daemon(mps_daemon_id(c.claim.uid, group.uuids), group.uuids, group.plan.mps);
         c.prepared[g].mps_daemon_id = daemon.id;
         if (auto st = c.node.mps.start(daemon); !st) return st;
-        crash_point(c.area, "prepare.after-daemon-limits");
+        crash_point(area, "prepare.after-daemon-limits");
         c.daemons[g] = std::move(daemon);
       }
       return {};
@@ -30,11 +30,11 @@ class MpsDaemonStep final : public GpuStep {
   }
 
   boost::asio::awaitable<Status> undo(GpuPrepare& c) override {
-    co_return co_await c.node.pool.run([&c]() -> Status {
+    co_return co_await c.node.pool.run([&c, area = c.area]() -> Status {
       for (const auto& g : c.undo) {
         if (g.mps_daemon_id.empty()) continue;
         if (auto s = c.node.mps.stop(c.node.mps_daemon(g.mps_daemon_id, g.uuids, g.mps)); !s) return s;
-        crash_point(c.area, "unprepare.after-daemon-stop");
+        crash_point(area, "unprepare.after-daemon-stop");
       }
       return {};
     });

@@ -33,12 +33,12 @@ class TimeSliceStep final : public GpuStep {
   Status plan(GpuPrepare&) const override { return {}; }  // plan_sharing checked the interval
 
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
-    co_return co_await c.node.pool.run([&c]() -> Status {
+    co_return co_await c.node.pool.run([&c, area = c.area]() -> Status {
       for (std::size_t g = 0; g < c.groups->size(); ++g) {
         const auto& group = (*c.groups)[g];
         if (group.plan.kind != SharingKind::kTimeSlicing || group.gpu_uuids.empty()) continue;
         if (auto st = c.node.smi.set_time_slice(group.gpu_uuids, group.plan.time_slice); !st) return st;
-        crash_point(c.area, "prepare.after-timeslice-set");
+        crash_point(area, "prepare.after-timeslice-set");
         c.prepared[g].time_slice_applied = true;
       }
       return {};
@@ -47,7 +47,7 @@ class TimeSliceStep final : public GpuStep {
 
   boost::asio::awaitable<Status> undo(GpuPrepare& c) override {
     const auto keep = time_sliced_elsewhere(c.node.committer.current(), c.claim.uid);
-    co_return co_await c.node.pool.run([&c, &keep]() -> Status {
+    co_return co_await c.node.pool.run([&c, &keep, area = c.area]() -> Status {
       for (const auto& g : c.undo) {
         if (!g.time_sliced) continue;
         std::vector<std::string> reset;
@@ -55,7 +55,7 @@ class TimeSliceStep final : public GpuStep {
           if (std::find(keep.begin(), keep.end(), u) == keep.end()) reset.push_back(u);
         if (!reset.empty())
           if (auto s = c.node.smi.set_time_slice(reset, kDefaultTimeSlice); !s) return s;
-        crash_point(c.area, "unprepare.after-timeslice-reset");
+        crash_point(area, "unprepare.after-timeslice-reset");
       }
       return {};
     });
