@@ -1,7 +1,7 @@
-// GpuClaimHandler's FabricManager start-up (a claim's partitions are the step's:
-// steps/fabric_partition_step.cpp): which checkpointed claims hold which partitions, recomputed
-// from each entry's recorded status — its GPUs and fabricTopologyConfig — the intent written
-// before any activation.
+// GpuClaimHandler's FabricManager start-up: every checkpointed claim with a readable status goes
+// through the FM partition step's recover (steps/fabric_partition_step.cpp), which holds the
+// partitions recomputed from the entry's recorded status — its GPUs and fabricTopologyConfig, the
+// intent written before any activation.
 #include "agent/claims/gpu_claim_handler.hpp"
 #include "agent/claims/steps/gpu_step_list.hpp"
 
@@ -15,13 +15,9 @@ boost::asio::awaitable<void> GpuClaimHandler::adopt_fabric(RecoveryReport& repor
     kubelet::ClaimRef claim{entry.ns, entry.name, uid};
     auto groups = plan_claim(*allocation, claim);
     if (!groups) continue;
-    auto plan = fabric_plan(*services_, uid, *groups);
-    if (!plan) {
-      report.errors.push_back(Error{plan.error().code, "fabric partitions of a checkpointed claim: " + plan.error().message,
-                                    claim.describe(), plan.error().field});
-      continue;
-    }
-    options_.fabric->adopt(uid, std::move(*plan));
+    GpuPrepare checkpointed{*services_, claim, {}};
+    checkpointed.allocation = &*allocation, checkpointed.groups = &*groups;
+    if (auto st = co_await fabric_partition_step().recover(checkpointed); !st) report.errors.push_back(st.error());
   }
 }
 

@@ -2,7 +2,7 @@
 // FabricTopologySupport). plan picks them (a per-claim refusal: no match, overlap, differing
 // fabricTopologyConfig blocks); the handler holds them right before PrepareStarted; apply activates
 // them (crash points fm.prepare.*, in FabricPartitions); undo deactivates them after the CDI spec is
-// gone (upstream's order); at start-up gpu_claim_fabric.cpp re-holds each checkpointed claim's plan.
+// gone (upstream's order); recover holds a checkpointed claim's partitions again (gpu_claim_fabric.cpp).
 #include "agent/claims/steps/gpu_step_list.hpp"
 
 namespace nvdra::claims {
@@ -26,9 +26,17 @@ class FabricPartitionStep final : public GpuStep {
     if (!c.node.fabric) co_return Status{};
     co_return co_await c.node.fabric->release(c.claim);
   }
-  // FM forgets nothing a claim holds at a restart of the agent: what recover needs is the hold,
-  // which GpuClaimHandler::adopt_fabric takes for every checkpointed claim before any is undone.
-  boost::asio::awaitable<Status> recover(GpuPrepare&) override { co_return Status{}; }
+  // Start-up (and FM reached after start), for every checkpointed claim before any is undone: the
+  // partitions its recorded status plans are held for it, so no other claim takes them.
+  boost::asio::awaitable<Status> recover(GpuPrepare& c) override {
+    if (!c.node.fabric) co_return Status{};
+    auto plan = fabric_plan(c.node, c.claim.uid, *c.groups);
+    if (!plan)
+      co_return Error{plan.error().code, "fabric partitions of a checkpointed claim: " + plan.error().message,
+                      c.claim.describe(), plan.error().field};
+    c.node.fabric->adopt(c.claim.uid, std::move(*plan));
+    co_return Status{};
+  }
 };
 
 }  // namespace
