@@ -53,7 +53,7 @@ Status GpuClaimHandler::repair_spec(const kubelet::ClaimRef& claim, const std::v
   for (const auto& group : groups) {
     std::optional<cdi::ContainerEdits> mps;
     if (!group.mps_daemon_id.empty()) {
-      const auto daemon = mps_daemon(group.mps_daemon_id, {}, {});
+      const auto daemon = services_->mps_daemon(group.mps_daemon_id, {}, {});
       mps = cdi::mps_edits(cdi::MpsSettings{daemon.pipe_dir(), daemon.shm_dir(), {}});
     }
     for (const auto& entry : group.devices) {

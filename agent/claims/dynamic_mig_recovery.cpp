@@ -1,6 +1,6 @@
-// GpuClaimHandler's DynamicMIG side: destroying a claim's MIG devices at unprepare/rollback, and
-// the start-up reconciliation of the GPUs' MIG devices with the checkpoint (upstream-driver.md
-// §6.4: MIG devices no prepared claim owns are destroyed, MIG mode goes off on Hopper+ GPUs left
+// GpuClaimHandler's DynamicMIG start-up (creating and destroying a claim's MIG devices is the
+// step's: steps/dynamic_mig_step.cpp): the reconciliation of the GPUs' MIG devices with the
+// checkpoint (upstream-driver.md §6.4: MIG devices no prepared claim owns are destroyed, MIG mode goes off on Hopper+ GPUs left
 // without any; here also: a prepared claim whose MIG device is gone gets it recreated).
 #include <set>
 
@@ -35,23 +35,6 @@ bool GpuClaimHandler::mig_used_elsewhere(const std::string& device, const std::s
         if (d.device == device) return true;
   }
   return false;
-}
-
-boost::asio::awaitable<Status> GpuClaimHandler::destroy_migs(const kubelet::ClaimRef& claim,
-                                                             const std::vector<UndoGroup>& groups) {
-  if (!dynamic_mig_) co_return Status{};
-  for (const auto& g : groups) {
-    for (const auto& m : g.migs) {
-      Status st = m.ids ? co_await dynamic_mig_->destroy(*m.device, m.ids->first, m.ids->second)
-                        : co_await dynamic_mig_->destroy_by_name(*m.device);
-      if (!st) {
-        Error e = with_context(st.error(), "destroying MIG device " + m.device->name + " of claim " + claim.describe());
-        if (e.code == ErrorCode::kUnavailable) e.message += " (the GPU is busy; kubelet retries the unprepare)";
-        co_return e;
-      }
-    }
-  }
-  co_return Status{};
 }
 
 boost::asio::awaitable<void> GpuClaimHandler::reconcile_dynamic_mig(RecoveryReport& report) {

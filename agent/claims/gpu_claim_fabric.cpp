@@ -1,26 +1,11 @@
-// GpuClaimHandler's FabricManager helpers: which partitions a planned claim needs, and at start-up
-// which checkpointed claims hold which partitions (recomputed from each entry's recorded status —
-// its GPUs and fabricTopologyConfig — the intent written before any activation).
+// GpuClaimHandler's FabricManager start-up: every checkpointed claim with a readable status goes
+// through the FM partition step's recover (steps/fabric_partition_step.cpp), which holds the
+// partitions recomputed from the entry's recorded status — its GPUs and fabricTopologyConfig, the
+// intent written before any activation.
 #include "agent/claims/gpu_claim_handler.hpp"
+#include "agent/claims/steps/gpu_step_list.hpp"
 
 namespace nvdra::claims {
-
-Result<FabricPlan> GpuClaimHandler::fabric_plan_of(const std::string& uid, const std::vector<PlannedGroup>& groups) const {
-  if (!options_.fabric) return FabricPlan{};
-  std::vector<std::string> gpus;
-  std::optional<FabricTopologyConfig> config;
-  for (const auto& g : groups) {
-    gpus.insert(gpus.end(), g.fabric_gpus.begin(), g.fabric_gpus.end());
-    if (!g.fabric) continue;
-    if (config && *config != *g.fabric)
-      return Error{ErrorCode::kInvalidArgument,
-                   "the claim's devices carry different fabricTopologyConfig blocks; one claim gets one fabric "
-                   "partition set, so give all its GPUs the same block",
-                   {}, "fabricTopologyConfig"};
-    config = g.fabric;
-  }
-  return options_.fabric->plan(uid, gpus, config);
-}
 
 boost::asio::awaitable<void> GpuClaimHandler::adopt_fabric(RecoveryReport& report) {
   if (!options_.fabric) co_return;
@@ -30,13 +15,9 @@ boost::asio::awaitable<void> GpuClaimHandler::adopt_fabric(RecoveryReport& repor
     kubelet::ClaimRef claim{entry.ns, entry.name, uid};
     auto groups = plan_claim(*allocation, claim);
     if (!groups) continue;
-    auto plan = fabric_plan_of(uid, *groups);
-    if (!plan) {
-      report.errors.push_back(Error{plan.error().code, "fabric partitions of a checkpointed claim: " + plan.error().message,
-                                    claim.describe(), plan.error().field});
-      continue;
-    }
-    options_.fabric->adopt(uid, std::move(*plan));
+    GpuPrepare checkpointed{*services_, claim, {}};
+    checkpointed.allocation = &*allocation, checkpointed.groups = &*groups;
+    if (auto st = co_await fabric_partition_step().recover(checkpointed); !st) report.errors.push_back(st.error());
   }
 }
 

@@ -1,12 +1,13 @@
 #pragma once
 // GpuClaimHandler — prepare/unprepare of gpu.nvidia.com claims (full GPUs, MIG devices, and with
 // PassthroughSupport VFIO devices, whose binding is VfioStep's)
-// behind kubelet::ClaimHandler (see its contract). Flow per claim (DEVELOPERS.md "Flow"):
-// checkpoint fast path → claim lookup (ClaimSource) → config resolution → PrepareStarted (durable,
-// before any side effect) → sharing (nvidia-smi time slice / MPS daemon) → claim CDI spec →
-// PrepareCompleted → answer. Unprepare undoes sharing, removes the spec, then the entry. Every
-// step is idempotent, so a rerun after a crash converges; a PrepareStarted entry is rolled back
-// (at the next prepare/unprepare of the claim, or by recover() at start-up).
+// behind kubelet::ClaimHandler (see its contract). Flow per claim (DEVELOPERS.md "Adding a step"):
+// checkpoint fast path → claim lookup (ClaimSource) → config resolution (plan_claim) → checks against
+// other claims → the steps of steps/gpu_step_list.cpp through steps::run_pipeline: every step's plan,
+// PrepareStarted (durable, before any side effect), every step's apply in order, PrepareCompleted →
+// answer. Unprepare walks the steps' undo in upstream's order, then erases the entry. Every step is
+// idempotent, so a rerun after a crash converges; a PrepareStarted entry is rolled back (at the next
+// prepare/unprepare of the claim, or by recover() at start-up).
 //
 // Thread: call on the io_context thread that runs the committer; blocking work (exec, CDI writes,
 // sysfs reads) goes to the WorkerPool. Lifetime: every reference must outlive the handler.
@@ -30,6 +31,8 @@
 #include "agent/claims/sharing_plan.hpp"
 #include "agent/claims/share_step.hpp"
 #include "agent/claims/time_slicing.hpp"
+#include "agent/claims/steps/gpu_prepare.hpp"
+#include "agent/claims/steps/step_pipeline.hpp"
 #include "agent/claims/vfio_step.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "cdi/device_edits.hpp"
@@ -37,6 +40,10 @@
 
 namespace nvdra::runtime {
 class WorkerPool;
+}
+
+namespace nvdra {
+class StepClock;
 }
 
 namespace nvdra::claims {
@@ -123,40 +130,11 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   boost::asio::awaitable<void> adopt_fabric(RecoveryReport& report);
 
  private:
-  // A DynamicMIG device to destroy: by its ids when the checkpoint has them, else by its name.
-  struct MigUndo {
-    const InventoryDevice* device = nullptr;
-    std::optional<std::pair<unsigned, unsigned>> ids;  // GI, CI
-  };
-  // What undoing a claim's sharing takes, from a plan (PrepareStarted) or the checkpoint (completed).
-  struct UndoGroup {
-    std::vector<std::string> gpu_uuids;  // full GPUs of the group
-    std::vector<std::string> uuids;      // all UUIDs (MPS daemon id)
-    bool time_sliced = false;
-    std::string mps_daemon_id;
-    MpsPlan mps;
-    std::vector<MigUndo> migs;  // DynamicMIG devices to destroy
-    std::vector<const InventoryDevice*> vfio;  // VFIO devices to give back to nvidia
-  };
-  struct PlannedGroup {
-    std::vector<const InventoryDevice*> devices;
-    std::vector<std::size_t> results;  // into ClaimAllocation::results, parallel to devices
-    SharingPlan plan;
-    std::vector<std::string> uuids;      // all, sorted
-    std::vector<std::string> gpu_uuids;  // full GPUs, sorted
-    // The physical GPUs for FM (upstream: gpu + vfio results): full GPUs' UUIDs and, for a VFIO
-    // device, its GPU's UUID (by its twin; the device name when NVML never saw that GPU).
-    std::vector<std::string> fabric_gpus;
-    std::optional<FabricTopologyConfig> fabric;  // the group's GpuConfig.fabricTopologyConfig
-    std::optional<VfioDeviceConfig> vfio;  // the group's config when it is a VFIO group
-  };
-
   Result<std::vector<PlannedGroup>> plan_claim(ClaimAllocation& allocation, const kubelet::ClaimRef& claim) const;
   boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare_new(kubelet::ClaimRef claim);
   // Undoes side effects, removes the CDI spec and the checkpoint entry.
   boost::asio::awaitable<Status> undo_claim(kubelet::ClaimRef claim, std::vector<UndoGroup> groups);
   Result<std::vector<UndoGroup>> undo_groups(const std::string& uid, const CheckpointedClaim& entry) const;
-  std::vector<std::string> time_sliced_elsewhere(const std::string& uid) const;
   // The claim's CDI spec damaged on disk after its prepare (missing, or not a JSON object) is written
   // again from the checkpointed devices (claim_spec_repair.cpp); the intact case only reads it. Sets
   // `note` to what was wrong when it rewrote the spec; an error when it cannot (VFIO devices, whose
@@ -164,15 +142,19 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   Status repair_spec(const kubelet::ClaimRef& claim, const std::vector<PreparedGroup>& groups, std::string& note);
   // repair_spec on the pool, then the log line and on_spec_rewritten. Rewritten: true.
   boost::asio::awaitable<Result<bool>> ensure_spec(const kubelet::ClaimRef& claim, const CheckpointedClaim& entry);
-  MpsDaemon mps_daemon(const std::string& id, std::vector<std::string> uuids, MpsPlan plan) const;
+  // The checks against other claims, with no suspension before the PrepareStarted commit.
+  Status check_free(const kubelet::ClaimRef& claim, const ClaimAllocation& allocation) const;
+  std::string_view area_of(const std::vector<PlannedGroup>& groups) const;
+  std::string_view area_of(const std::vector<UndoGroup>& groups) const;
+  // The pipeline's hooks for one prepare: the checkpoint commits and the rollback.
+  steps::PipelineHooks<GpuPrepare> prepare_hooks(const kubelet::ClaimRef& claim, CheckpointedClaim& entry,
+                                                 StepClock& clock);
   // DynamicMIG helpers (dynamic_mig_recovery.cpp).
   UndoGroup undo_of(const PlannedGroup& group, const std::string& uid,
                     const std::map<std::string, nvml::MigDeviceInfo>& created) const;
   bool mig_used_elsewhere(const std::string& device, const std::string& uid) const;
-  boost::asio::awaitable<Status> destroy_migs(const kubelet::ClaimRef& claim, const std::vector<UndoGroup>& groups);
   boost::asio::awaitable<void> reconcile_dynamic_mig(RecoveryReport& report);
-  // FabricManager helpers (gpu_claim_fabric.cpp).
-  Result<FabricPlan> fabric_plan_of(const std::string& uid, const std::vector<PlannedGroup>& groups) const;
+  // DynamicMIG (dynamic_mig_recovery.cpp).
   boost::asio::awaitable<Status> recreate_missing(const std::string& uid, const CheckpointedClaim& entry,
                                                   const std::vector<std::string>& missing, RecoveryReport& report);
 
@@ -187,6 +169,7 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   std::unique_ptr<DynamicMig> dynamic_mig_;  // set when options.mig_library is
   ShareStep shares_;
   std::unique_ptr<VfioStep> vfio_;           // set when options.pci is
+  std::unique_ptr<GpuServices> services_;    // what the steps act through (steps/gpu_prepare.hpp)
 };
 
 }  // namespace nvdra::claims

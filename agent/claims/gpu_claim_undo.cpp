@@ -7,6 +7,7 @@
 #include "agent/base/log.hpp"
 #include "agent/claims/gpu_claim_handler.hpp"
 #include "agent/claims/gpu_claim_support.hpp"
+#include "agent/claims/steps/gpu_step_list.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "cdi/naming.hpp"
 
@@ -29,7 +30,7 @@ boost::asio::awaitable<Status> GpuClaimHandler::unprepare(kubelet::ClaimRef clai
   co_return co_await undo_claim(std::move(claim), std::move(*undo));
 }
 
-Result<std::vector<GpuClaimHandler::UndoGroup>> GpuClaimHandler::undo_groups(const std::string& uid,
+Result<std::vector<UndoGroup>> GpuClaimHandler::undo_groups(const std::string& uid,
                                                                              const CheckpointedClaim& entry) const {
   kubelet::ClaimRef claim{entry.ns, entry.name, uid};
   std::vector<UndoGroup> out;
@@ -63,7 +64,7 @@ Result<std::vector<GpuClaimHandler::UndoGroup>> GpuClaimHandler::undo_groups(con
   return out;
 }
 
-GpuClaimHandler::UndoGroup GpuClaimHandler::undo_of(const PlannedGroup& g, const std::string& uid,
+UndoGroup GpuClaimHandler::undo_of(const PlannedGroup& g, const std::string& uid,
                                                     const std::map<std::string, nvml::MigDeviceInfo>& created) const {
   UndoGroup u{g.gpu_uuids, g.uuids, g.plan.kind == SharingKind::kTimeSlicing,
               g.plan.kind == SharingKind::kMps ? mps_daemon_id(uid, g.uuids) : "", g.plan.mps, {}, {}};
@@ -78,21 +79,7 @@ GpuClaimHandler::UndoGroup GpuClaimHandler::undo_of(const PlannedGroup& g, const
   return u;
 }
 
-std::vector<std::string> GpuClaimHandler::time_sliced_elsewhere(const std::string& uid) const {
-  std::vector<std::string> out;
-  for (const auto& [other, entry] : committer_.current().claims) {
-    if (other == uid || entry.state != ClaimState::kPrepareCompleted) continue;
-    auto groups = decode_prepared_groups(entry.prepared_devices, other);
-    if (!groups) continue;
-    for (const auto& g : *groups)
-      if (g.time_slice_applied)
-        for (const auto& d : g.devices)
-          if (d.type == DeviceType::kGpu) out.push_back(d.uuid);
-  }
-  return out;
-}
-
-boost::asio::awaitable<Status> GpuClaimHandler::undo_claim(kubelet::ClaimRef claim, std::vector<UndoGroup> groups) {
+std::string_view GpuClaimHandler::area_of(const std::vector<UndoGroup>& groups) const {
   ClaimKind kind;
   for (const auto& g : groups) {
     kind.dynamic_mig |= !g.migs.empty();
@@ -101,43 +88,17 @@ boost::asio::awaitable<Status> GpuClaimHandler::undo_claim(kubelet::ClaimRef cla
     kind.mig |= g.uuids.size() > g.gpu_uuids.size();
     kind.vfio |= !g.vfio.empty();
   }
-  const std::string_view area = kind.area(mps_);
-  // MIG devices first (upstream order); a busy one fails the unprepare, the entry stays and kubelet retries.
-  if (auto st = co_await destroy_migs(claim, groups); !st) co_return for_claim(st.error(), claim);
-  if (kind.dynamic_mig) crash_point(area, "unprepare.after-mig-destroy");
-  // VFIO devices back to nvidia; one that will not go keeps the entry and kubelet retries.
-  for (const auto& g : groups)
-    for (const auto* d : g.vfio)
-      if (vfio_)
-        if (auto st = co_await vfio_->give_back(*d); !st) co_return for_claim(st.error(), claim);
-  // The default time slice comes back only when no other prepared claim still time-slices the GPU.
-  std::vector<std::string> keep = time_sliced_elsewhere(claim.uid);
-  Status st = co_await pool_.run([&]() -> Status {
-    for (const auto& g : groups) {
-      if (!g.mps_daemon_id.empty()) {
-        if (auto s = mps_.stop(mps_daemon(g.mps_daemon_id, g.uuids, g.mps)); !s) return s;
-        crash_point(area, "unprepare.after-daemon-stop");
-        if (!g.gpu_uuids.empty())
-          if (auto s = smi_.set_compute_mode(g.gpu_uuids, "DEFAULT"); !s) return s;
-        crash_point(area, "unprepare.after-compute-mode");
-      }
-      if (g.time_sliced) {
-        std::vector<std::string> reset;
-        for (const auto& u : g.gpu_uuids)
-          if (std::find(keep.begin(), keep.end(), u) == keep.end()) reset.push_back(u);
-        if (!reset.empty())
-          if (auto s = smi_.set_time_slice(reset, kDefaultTimeSlice); !s) return s;
-        crash_point(area, "unprepare.after-timeslice-reset");
-      }
-    }
-    if (kind.vfio && vfio_)
-      if (auto s = vfio_->remove_metadata(claim); !s) return s;
-    return specs_.remove_claim(cdi::kGpuVendor, claim.uid);
-  });
-  if (!st) co_return for_claim(st.error(), claim);
-  crash_point(area, "unprepare.after-cdi-remove");
-  if (options_.fabric)  // upstream: FM deactivate after sharing is undone, before the entry goes
-    if (auto f = co_await options_.fabric->release(claim); !f) co_return for_claim(f.error(), claim);
+  return kind.area(mps_);
+}
+
+// The steps undone in upstream's unprepare order (steps/gpu_step_list.cpp), the first failure
+// keeping the entry (kubelet retries), then the entry erased.
+boost::asio::awaitable<Status> GpuClaimHandler::undo_claim(kubelet::ClaimRef claim, std::vector<UndoGroup> groups) {
+  GpuPrepare undo{*services_, claim, area_of(groups)};
+  undo.undo = std::move(groups);
+  const std::string_view area = undo.area;
+  for (auto* step : gpu_undo_steps())
+    if (auto st = co_await step->undo(undo); !st) co_return for_claim(st.error(), claim);
   if (auto c = co_await committer_.commit({ClaimUpdate{claim.uid, std::nullopt}}); !c)
     co_return for_claim(c.error(), claim);
   crash_point(area, "unprepare.after-erase");  // durable, kubelet not yet answered

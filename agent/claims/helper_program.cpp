@@ -45,6 +45,43 @@ std::string trimmed(std::string s) {
   return s;
 }
 
+// Small inputs (a control command): a pipe buffer holds them, so writing first cannot deadlock.
+// A child that exits without reading must not kill the agent with SIGPIPE: block it on this
+// (pool) thread for the write and drop a pending one afterwards. Closes `in_w`.
+void write_stdin(Fd& in_w, const std::string& text) {
+  sigset_t pipe_set, old_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+  const char* data = text.data();
+  std::size_t left = text.size();
+  while (left > 0) {
+    ssize_t n = ::write(in_w.fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the child closed stdin; its exit status tells what happened
+    data += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  in_w.close();
+  timespec zero{};
+  while (sigtimedwait(&pipe_set, nullptr, &zero) == SIGPIPE) {
+  }
+  pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
+}
+
+// The child's stderr until it closes it, at most kMaxStderrBytes kept.
+std::string read_stderr(int fd) {
+  std::string err;
+  char buf[1024];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (err.size() < kMaxStderrBytes) err.append(buf, std::min<std::size_t>(n, kMaxStderrBytes - err.size()));
+  }
+  return err;
+}
+
 }  // namespace
 
 std::string describe(const HelperProgram& program) {
@@ -83,36 +120,8 @@ Status run_helper_program(const HelperProgram& program) {
     return make_error(ErrorCode::kFailedPrecondition,
                       "cannot run " + program.argv[0] + ": " + std::strerror(rc));
 
-  // Small inputs (a control command): a pipe buffer holds them, so writing first cannot deadlock.
-  // A child that exits without reading must not kill the agent with SIGPIPE: block it on this
-  // (pool) thread for the write and drop a pending one afterwards.
-  sigset_t pipe_set, old_set;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
-  const char* data = program.stdin_text.data();
-  std::size_t left = program.stdin_text.size();
-  while (left > 0) {
-    ssize_t n = ::write(in_w.fd, data, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // the child closed stdin; its exit status tells what happened
-    data += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  in_w.close();
-  timespec zero{};
-  while (sigtimedwait(&pipe_set, nullptr, &zero) == SIGPIPE) {
-  }
-  pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
-
-  std::string err;
-  char buf[1024];
-  for (;;) {
-    ssize_t n = ::read(err_r.fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    if (err.size() < kMaxStderrBytes) err.append(buf, std::min<std::size_t>(n, kMaxStderrBytes - err.size()));
-  }
+  write_stdin(in_w, program.stdin_text);
+  std::string err = read_stderr(err_r.fd);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

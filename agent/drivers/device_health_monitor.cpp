@@ -109,21 +109,25 @@ asio::awaitable<bool> DeviceHealthMonitor::follow_recovery(int64_t now) {
   co_return changed;
 }
 
+// No NVML events at all: every device is unmonitored until the monitor stops.
+asio::awaitable<void> DeviceHealthMonitor::unwatched(const std::vector<std::string>& uuids, const Error& why) {
+  logger("gpu.nvidia.com")->warn("device health: no NVML events ({}): every device unmonitored", why.describe());
+  const int64_t now = unix_now();
+  bool any = false;
+  for (const auto& u : uuids) any |= health_.unmonitored(u, now);
+  if (any) changed();
+  asio::steady_timer forever(ex_, asio::steady_timer::time_point::max());
+  co_await forever.async_wait(asio::use_awaitable);
+}
+
 asio::awaitable<void> DeviceHealthMonitor::run() {
   auto log = logger("gpu.nvidia.com");
   std::vector<std::string> uuids;
   for (const auto& g : model_.gpus) uuids.push_back(g.uuid);
   auto watch = co_await workers_.run([&] { return library_.watch_events(uuids, kHealthEventMask); });
+  if (!watch) co_return co_await unwatched(uuids, watch.error());
   const int64_t now = unix_now();
   bool any = false;
-  if (!watch) {
-    log->warn("device health: no NVML events ({}): every device unmonitored", watch.error().describe());
-    for (const auto& u : uuids) any |= health_.unmonitored(u, now);
-    if (any) changed();
-    asio::steady_timer forever(ex_, asio::steady_timer::time_point::max());
-    co_await forever.async_wait(asio::use_awaitable);
-    co_return;
-  }
   std::shared_ptr<nvml::EventWatch> events(std::move(*watch));
   for (const auto& [uuid, why] : events->unmonitored()) {
     log->warn("device health: gpu={} unmonitored: {}", uuid, why.describe());

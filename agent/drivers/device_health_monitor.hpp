@@ -47,7 +47,8 @@ class DeviceHealthMonitor final : public kubelet::HealthSource {
   // Reads the action of every GPU awaiting recovery; true when taints went.
   boost::asio::awaitable<bool> follow_recovery(int64_t now);
   void recovered(const std::string& gpu_uuid, const char* reason);
-  bool served(int64_t now);  // DeviceHealth::served, each recovered GPU logged and counted
+  bool served(int64_t now);
+  boost::asio::awaitable<void> unwatched(const std::vector<std::string>& uuids, const Error& why);  // DeviceHealth::served, each recovered GPU logged and counted
   boost::asio::any_io_executor ex_;
   runtime::WorkerPool& workers_;
   nvml::GpuLibrary& library_;

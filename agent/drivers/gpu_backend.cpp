@@ -119,50 +119,102 @@ Status open_parts(GpuBackend::Parts& p, const config::Options& o) {
 GpuBackend::GpuBackend(RunContext& ctx) : ctx_(ctx) {}
 GpuBackend::~GpuBackend() = default;
 
+// The driver's start as its phases: GPUs, node state (CDI, checkpoint, MPS), the claim handler with
+// its FM partitions, lost claims rebuilt, recovery, device health; nothing is kept unless all succeed.
 boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer> api) {
-  auto log = nvdra::logger(config::kGpuDriverName);
-  const auto& o = ctx_.options;
-  const std::string data_dir = (fs::path(o.kubelet_plugins_dir) / config::kGpuDriverName).string();
+  const std::string data_dir = (fs::path(ctx_.options.kubelet_plugins_dir) / config::kGpuDriverName).string();
   auto parts = std::make_unique<Parts>();
+  auto& p = *parts;
+  if (auto st = co_await open_gpus(p); !st) co_return st;
+  auto rebuild = co_await open_state(p, data_dir);
+  if (!rebuild) co_return rebuild.error();
+  if (auto st = co_await open_handler(p, api, data_dir); !st) co_return st;
+  if (*rebuild) co_await rebuild_claims(p, api.get());
+  co_await recover_claims(p, api != nullptr);
+  watch_health(p);
+  parts_ = std::move(parts);
+  publish_fabric_status();
+  if (parts_->fm_retry) parts_->fabric->keep_connecting(std::move(parts_->fm_retry), [this] { return fabric_connected(); });
+  co_return Status{};
+}
+
+// NVML's GPUs (awaited while the driver is not installed, unless PassthroughSupport offers VFIO
+// devices without it) and the inventory claims are checked against.
+boost::asio::awaitable<Status> GpuBackend::open_gpus(Parts& p) {
+  const auto& o = ctx_.options;
   const bool passthrough = o.gates.enabled(config::gate::kPassthroughSupport);
   // Without PassthroughSupport a node whose NVIDIA driver is not installed yet waits for it here, before
   // kubelet is served or a slice published (issue #30): no empty slice, no restart loop.
   auto gpus = co_await (passthrough ? ctx_.gpus.get() : ctx_.gpus.get_or_wait());
   if (!gpus && !passthrough) co_return gpus.error();
   if (gpus) {
-    parts->gpus = std::move(*gpus);
+    p.gpus = std::move(*gpus);
   } else {
     // A passthrough host may run no NVIDIA driver at all: its GPUs are still offered, as VFIO devices.
-    log->warn("driver={} NVML unavailable ({}); PassthroughSupport is on: publishing VFIO devices only, "
-              "GPUs stay on vfio-pci after unprepare",
-              config::kGpuDriverName, gpus.error().describe());
-    parts->gpus = std::make_shared<DiscoveredGpus>();
+    nvdra::logger(config::kGpuDriverName)
+        ->warn("driver={} NVML unavailable ({}); PassthroughSupport is on: publishing VFIO devices only, "
+               "GPUs stay on vfio-pci after unprepare",
+               config::kGpuDriverName, gpus.error().describe());
+    p.gpus = std::make_shared<DiscoveredGpus>();
   }
-  parts->model = parts->gpus->model;
-  parts->inventory = claims::GpuInventory(parts->model, o.gates.enabled(config::gate::kDynamicMIG));
+  p.model = p.gpus->model;
+  p.inventory = claims::GpuInventory(p.model, o.gates.enabled(config::gate::kDynamicMIG));
   if (passthrough)
-    if (auto st = co_await ctx_.workers.run([&p = *parts, &o] { return open_passthrough(p, o); }); !st) co_return st;
+    if (auto st = co_await ctx_.workers.run([&p, &o] { return open_passthrough(p, o); }); !st) co_return st;
+  co_return Status{};
+}
+
+// The checkpoint, the CDI edits and spec store, the MPS manager. True: the claims' records may be
+// lost (a bad checkpoint went aside, or none was found) and are rebuilt from their CDI specs.
+boost::asio::awaitable<Result<bool>> GpuBackend::open_state(Parts& p, const std::string& data_dir) {
+  auto log = nvdra::logger(config::kGpuDriverName);
+  const auto& o = ctx_.options;
   auto checkpoint = co_await open_driver_checkpoint(ctx_, config::kGpuDriverName, data_dir, events_);
   if (!checkpoint) co_return checkpoint.error();
-  parts->store = std::move(checkpoint->store);
-  parts->startup = std::move(checkpoint->startup);
+  p.store = std::move(checkpoint->store);
+  p.startup = std::move(checkpoint->startup);
   // Also with no checkpoint at all: a kill between moving a bad one aside and saving the rebuilt one
   // leaves none, and claim specs on a node without a checkpoint are claims whose record was lost.
-  const bool rebuild = !checkpoint->moved_aside.empty() || parts->startup.check == claims::BootCheck::kCreated;
-  auto opened = co_await ctx_.workers.run([&p = *parts, &o] { return open_parts(p, o); });
-  if (!opened) co_return opened;
-  if (!parts->hook_problem.empty()) {
-    log->warn("{}", parts->hook_problem);
-    ctx_.status.record_error(config::kGpuDriverName, parts->hook_problem);
+  const bool rebuild = !checkpoint->moved_aside.empty() || p.startup.check == claims::BootCheck::kCreated;
+  auto opened = co_await ctx_.workers.run([&p, &o] { return open_parts(p, o); });
+  if (!opened) co_return opened.error();
+  if (!p.hook_problem.empty()) {
+    log->warn("{}", p.hook_problem);
+    ctx_.status.record_error(config::kGpuDriverName, p.hook_problem);
   }
-  log->info("driver={} gpus={} checkpoint={} claims={} ({})", config::kGpuDriverName, parts->gpus->model.gpus.size(),
-            parts->store->location(), parts->startup.checkpoint.claims.size(), describe(parts->startup.check));
-  log->info("mps manager={}", parts->mps_why);
+  log->info("driver={} gpus={} checkpoint={} claims={} ({})", config::kGpuDriverName, p.gpus->model.gpus.size(),
+            p.store->location(), p.startup.checkpoint.claims.size(), describe(p.startup.check));
+  log->info("mps manager={}", p.mps_why);
+  co_return rebuild;
+}
 
-  auto& p = *parts;
+// The committer, the claim source and the GpuClaimHandler with its options (FM partitions probed
+// and connected here; PassthroughSupport's VFIO wiring).
+boost::asio::awaitable<Status> GpuBackend::open_handler(Parts& p, const std::shared_ptr<k8s::ApiServer>& api,
+                                                        const std::string& data_dir) {
+  const auto& o = ctx_.options;
   p.committer = std::make_unique<claims::CheckpointCommitter>(ctx_.executor, ctx_.workers, *p.store,
                                                               p.startup.checkpoint);
   p.source = std::make_unique<ApiClaimSource>(api, config::kGpuDriverName);
+  claims::GpuClaimHandlerOptions ho = handler_options(p, data_dir);
+  const claims::FabricGates fabric_gates{o.gates.enabled(config::gate::kFabricManagerPartitioning),
+                                         o.gates.enabled(config::gate::kFabricTopologySupport)};
+  if (fabric_gates.any()) {
+    auto probe = co_await ctx_.workers.run([&o, &model = p.gpus->model] { return probe_fabric(o, model); });
+    p.fabric = std::make_unique<claims::FabricPartitions>(ctx_.executor, std::move(probe.session), fabric_gates,
+                                                          ctx_.metrics);
+    p.fabric->on_change([this] { publish_fabric_status(); });
+    p.fm_retry = co_await connect_at_start(*p.fabric, std::move(probe.load), ctx_.status);
+    ho.fabric = p.fabric.get();
+  }
+  if (o.gates.enabled(config::gate::kPassthroughSupport)) wire_passthrough(p, ho, o);
+  p.handler = std::make_unique<claims::GpuClaimHandler>(ctx_.workers, *p.source, p.inventory, *p.committer, *p.specs,
+                                                        *p.mps, ho);
+  co_return Status{};
+}
+
+claims::GpuClaimHandlerOptions GpuBackend::handler_options(const Parts& p, const std::string& data_dir) {
+  const auto& o = ctx_.options;
   claims::GpuClaimHandlerOptions ho;
   ho.node_name = o.node_name;
   ho.driver_root = o.nvidia_driver_root;
@@ -177,58 +229,47 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   ho.gates.mps_support = o.gates.enabled("MPSSupport");
   ho.gates.passthrough_support = o.gates.enabled("PassthroughSupport");
   ho.gates.fabric_topology_support = o.gates.enabled("FabricTopologySupport");
-  const claims::FabricGates fabric_gates{o.gates.enabled(config::gate::kFabricManagerPartitioning),
-                                         o.gates.enabled(config::gate::kFabricTopologySupport)};
-  claims::FmOpener fm_retry;  // set when FM is expected but did not answer at start
-  if (fabric_gates.any()) {
-    auto probe = co_await ctx_.workers.run([&o, &model = p.gpus->model] { return probe_fabric(o, model); });
-    p.fabric = std::make_unique<claims::FabricPartitions>(ctx_.executor, std::move(probe.session), fabric_gates,
-                                                          ctx_.metrics);
-    p.fabric->on_change([this] { publish_fabric_status(); });
-    fm_retry = co_await connect_at_start(*p.fabric, std::move(probe.load), ctx_.status);
-    ho.fabric = p.fabric.get();
-  }
   ho.on_rollback_failed = rollback_reporter(events_, [m = &ctx_.metrics] { m->rollback_failed(config::kGpuDriverName); });
   ho.on_spec_rewritten = [this, node = o.node_name](const kubelet::ClaimRef&, const std::string& note) {
     warn_about_node(events_, node, kReasonCdiSpecRewritten, kActionRecoverCdiSpecs,
                     "driver " + std::string(config::kGpuDriverName) + ": " + note);
   };
-  if (passthrough) wire_passthrough(p, ho, o);
-  p.handler = std::make_unique<claims::GpuClaimHandler>(ctx_.workers, *p.source, p.inventory, *p.committer, *p.specs,
-                                                        *p.mps, ho);
+  return ho;
+}
 
-  // A bad checkpoint went aside (or none was found): the claims whose CDI specs are here become
-  // prepared again before recover() would take those specs for orphans.
-  if (rebuild) {
-    auto rebuilt = co_await rebuild_gpu_claims(ctx_.workers, api.get(), *p.specs, *p.handler);
-    for (const auto& c : rebuilt.adopted) log->warn("claim {} rebuilt from its CDI spec and the API", c);
-    for (const auto& e : rebuilt.errors) {
-      log->warn("checkpoint rebuild: {}", e.describe());
-      // A claim gone from the API is settled (its spec goes as an orphan); the rest needs a look.
-      if (e.code != ErrorCode::kNotFound)
-        ctx_.status.record_error(config::kGpuDriverName, "checkpoint rebuild: " + e.describe());
-    }
+// A bad checkpoint went aside (or none was found): the claims whose CDI specs are here become
+// prepared again before recover() would take those specs for orphans.
+boost::asio::awaitable<void> GpuBackend::rebuild_claims(Parts& p, k8s::ApiServer* api) {
+  auto log = nvdra::logger(config::kGpuDriverName);
+  auto rebuilt = co_await rebuild_gpu_claims(ctx_.workers, api, *p.specs, *p.handler);
+  for (const auto& c : rebuilt.adopted) log->warn("claim {} rebuilt from its CDI spec and the API", c);
+  for (const auto& e : rebuilt.errors) {
+    log->warn("checkpoint rebuild: {}", e.describe());
+    // A claim gone from the API is settled (its spec goes as an orphan); the rest needs a look.
+    if (e.code != ErrorCode::kNotFound)
+      ctx_.status.record_error(config::kGpuDriverName, "checkpoint rebuild: " + e.describe());
   }
+}
+
+boost::asio::awaitable<void> GpuBackend::recover_claims(Parts& p, bool have_api) {
   // Without an API server nothing can say a claim is gone: keep every completed claim.
-  claims::ClaimExists exists = [source = p.source.get(), have_api = api != nullptr](kubelet::ClaimRef ref)
+  claims::ClaimExists exists = [source = p.source.get(), have_api](kubelet::ClaimRef ref)
       -> boost::asio::awaitable<Result<bool>> {
     if (!have_api) co_return true;
     co_return co_await claims::claim_exists(*source, std::move(ref));
   };
   report_recovery(co_await p.handler->recover(std::move(exists)));
-  if (o.gates.enabled(config::gate::kNVMLDeviceHealthCheck)) {
-    const auto devices =
-        nvml::published_gpu_resources(p.gpus->model, o.gates.enabled(config::gate::kDynamicMIG)).devices;
-    p.health = std::make_unique<DeviceHealthMonitor>(
-        ctx_.executor, ctx_.workers, *p.gpus->library, p.gpus->model,
-        DeviceHealth(o.node_name, health_targets(devices, p.gpus->model),
-                     XidPolicy::upstream(o.additional_xids_to_ignore, o.device_health_recovery)),
-        ctx_.metrics);
-  }
-  parts_ = std::move(parts);
-  publish_fabric_status();
-  if (fm_retry) parts_->fabric->keep_connecting(std::move(fm_retry), [this] { return fabric_connected(); });
-  co_return Status{};
+}
+
+void GpuBackend::watch_health(Parts& p) {
+  const auto& o = ctx_.options;
+  if (!o.gates.enabled(config::gate::kNVMLDeviceHealthCheck)) return;
+  const auto devices = nvml::published_gpu_resources(p.gpus->model, o.gates.enabled(config::gate::kDynamicMIG)).devices;
+  p.health = std::make_unique<DeviceHealthMonitor>(
+      ctx_.executor, ctx_.workers, *p.gpus->library, p.gpus->model,
+      DeviceHealth(o.node_name, health_targets(devices, p.gpus->model),
+                   XidPolicy::upstream(o.additional_xids_to_ignore, o.device_health_recovery)),
+      ctx_.metrics);
 }
 
 kubelet::ClaimHandler& GpuBackend::claims() { return *parts_->handler; }

@@ -4,6 +4,7 @@
 // data directory, and the GpuClaimHandler over them. start() repairs what a crash left behind
 // (claims::GpuClaimHandler::recover) before kubelet is served.
 #include <memory>
+#include <string>
 
 #include "agent/drivers/driver_backend.hpp"
 
@@ -39,6 +40,15 @@ class GpuBackend final : public DriverBackend {
   // recover()'s outcome: log lines, Events, status errors and metrics (gpu_backend_recovery.cpp).
   void report_recovery(const claims::RecoveryReport& report);
   void wire_passthrough(Parts& p, claims::GpuClaimHandlerOptions& ho, const config::Options& o);
+  // start()'s phases, in order (gpu_backend.cpp).
+  boost::asio::awaitable<Status> open_gpus(Parts& p);
+  boost::asio::awaitable<Result<bool>> open_state(Parts& p, const std::string& data_dir);
+  boost::asio::awaitable<Status> open_handler(Parts& p, const std::shared_ptr<k8s::ApiServer>& api,
+                                              const std::string& data_dir);
+  claims::GpuClaimHandlerOptions handler_options(const Parts& p, const std::string& data_dir);
+  boost::asio::awaitable<void> rebuild_claims(Parts& p, k8s::ApiServer* api);
+  boost::asio::awaitable<void> recover_claims(Parts& p, bool have_api);
+  void watch_health(Parts& p);
 
   RunContext& ctx_;
   std::unique_ptr<Parts> parts_;

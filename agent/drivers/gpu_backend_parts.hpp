@@ -45,6 +45,7 @@ struct GpuBackend::Parts {
   std::unique_ptr<claims::MpsControl> mps;
   std::string mps_why;  // which MpsControl and why, logged once the driver is up
   std::unique_ptr<claims::FabricPartitions> fabric;  // null: both gates off, FM never touched
+  claims::FmOpener fm_retry;  // set when FM is expected but did not answer at start
   std::unique_ptr<claims::GpuClaimHandler> handler;
   std::unique_ptr<DeviceHealthMonitor> health;  // NVMLDeviceHealthCheck only
 };

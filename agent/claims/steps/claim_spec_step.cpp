@@ -1,0 +1,65 @@
+// Claim CDI spec step: the claim's spec (one claim-scoped device per allocated device, as upstream)
+// is written last, and the PrepareCompleted entry's groups are built from it; unprepare and rollback
+// remove it. Owns <area>.prepare.after-cdi-write and <area>.unprepare.after-cdi-remove. Start-up:
+// claim_spec_repair.cpp writes a prepared claim's damaged spec again from its entry.
+#include "agent/base/crash_point.hpp"
+#include "agent/claims/steps/gpu_step_list.hpp"
+#include "agent/runtime/worker_pool.hpp"
+#include "cdi/naming.hpp"
+
+namespace nvdra::claims {
+namespace {
+
+// The checkpoint's groups: the devices in the order the groups listed them, with their spec ids.
+void record(GpuPrepare& c, const std::vector<std::string>& ids) {
+  std::size_t next = 0;
+  for (std::size_t g = 0; g < c.groups->size(); ++g)
+    for (std::size_t k = 0; k < (*c.groups)[g].devices.size(); ++k) {
+      const auto* d = (*c.groups)[g].devices[k];
+      const auto& r = c.allocation->results[(*c.groups)[g].results[k]];
+      PreparedEntry entry{d->type, d->uuid, d->parent_uuid, d->parent_minor, d->gi_id,
+                          d->ci_id, {r.request}, c.node.node_name, d->name, {ids[next++]},
+                          r.share_id, {}};
+      for (const auto* live : {&c.created, &c.shared})
+        if (auto made = live->find(d->name); made != live->end())
+          entry.uuid = made->second.uuid, entry.gi_id = made->second.gi_id, entry.ci_id = made->second.ci_id;
+      if (d->type == DeviceType::kVfio)  // Metadata: DeviceMetadata only
+        entry.pci_bus_id = d->pci_bus_id, entry.metadata = c.node.vfio->checkpoint_metadata(d->name);
+      c.prepared[g].devices.push_back(std::move(entry));
+    }
+}
+
+class ClaimSpecStep final : public GpuStep {
+ public:
+  std::string_view name() const override { return "claim-spec"; }
+  Status plan(GpuPrepare&) const override { return {}; }
+
+  boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
+    co_return co_await c.node.pool.run([&c, area = c.area]() -> Status {
+      auto spec = cdi::build_claim_spec(cdi::kGpuVendor, c.claim.uid, c.edits, c.claim_edits);
+      if (!spec) return spec.error();
+      if (auto st = c.node.specs.write(*spec); !st) return st;
+      crash_point(area, "prepare.after-cdi-write");
+      record(c, spec->device_ids);
+      return {};
+    });
+  }
+
+  boost::asio::awaitable<Status> undo(GpuPrepare& c) override {
+    const std::string_view area = c.area;
+    Status st = co_await c.node.pool.run([&c] { return c.node.specs.remove_claim(cdi::kGpuVendor, c.claim.uid); });
+    if (st) crash_point(area, "unprepare.after-cdi-remove");
+    co_return st;
+  }
+
+  boost::asio::awaitable<Status> recover(GpuPrepare&) override { co_return Status{}; }
+};
+
+}  // namespace
+
+GpuStep& claim_spec_step() {
+  static ClaimSpecStep step;
+  return step;
+}
+
+}  // namespace nvdra::claims
