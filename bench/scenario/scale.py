@@ -9,6 +9,10 @@ Scenarios:
            fsyncs per prepare, against two references measured in the same run: every save re-encoding every
            claim (the encoding before #33) and the floor (writing and fsyncing the same bytes, no encoding).
 
+  devices  machine profiles of 1 to ~500 published devices (H100 nodes, MIG off and DynamicMIG), started under
+           each server version 1.34-1.37: start, slices per driver, slice bytes and writes, RSS, and what
+           republishing after one GPU's XID costs (bench/scenario/scale_devices.py).
+
 Upstream's plugin is not drawn here: its checkpoint cost can only be taken through a whole node
 (bench/scenario/versus_upstream.py, root and upstream's binaries), which this command does not start.
 
@@ -24,6 +28,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import scale_devices  # noqa: E402
 
 
 def run_claims(build_dir, rounds, scratch):
@@ -67,7 +73,12 @@ def draw_claims(table, png):
     fig.savefig(png, dpi=80)
 
 
-SCENARIOS = {"claims": (run_claims, draw_claims)}
+def run_devices(build_dir, rounds, scratch):
+    del rounds  # one start per size and server version
+    return scale_devices.run_devices(build_dir, scratch)
+
+
+SCENARIOS = {"claims": (run_claims, draw_claims), "devices": (run_devices, scale_devices.draw_devices)}
 
 
 def main():
