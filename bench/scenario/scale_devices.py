@@ -8,26 +8,19 @@ limits), the agent and the double each in a process of its own. Per size and ver
   republish      after an XID on one GPU (NVMLDeviceHealthCheck taints its devices): the write requests it
                  cost and the slices whose resourceVersion changed (one GPU's slices rewritten, not all).
 Profiles: H100 80GB nodes of 1 to 64 GPUs with MIG off (one device each), and under DynamicMIG (every MIG
-placement of every GPU published) 1 to 24 GPUs. Written by generate_profile(), through PyYAML."""
+placement of every GPU published, 26 devices per H100) 1 to 20 GPUs. Written by test/lib/machine_profiles.py."""
 import os
+import sys
 import time
 
 import yaml
 
-PRODUCT = "NVIDIA H100 80GB HBM3"
-SIZES = [(1, False), (8, False), (64, False), (1, True), (8, True), (24, True)]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "test", "lib"))
+from machine_profiles import gpu_uuid, write_profile  # noqa: E402
+
+SIZES = [(1, False), (8, False), (64, False), (1, True), (8, True), (20, True)]
 VERSIONS = [(1, 34), (1, 35), (1, 36), (1, 37)]
-
-
-def generate_profile(path, gpus, mig):
-    """A machine of `gpus` H100s (distinct UUIDs, bus ids, minors), MIG enabled when `mig`."""
-    profile = {"driverVersion": "580.105.08", "cudaDriverVersion": 13000, "gpus": [
-        {"product": PRODUCT, "uuid": "GPU-5ca1e000-0000-4000-8000-%012x" % i,
-         "pciBusId": "0000%04x:%02x:00.0" % (i // 200, 0x10 + i % 200), "minor": i,
-         "migMode": "enabled" if mig else "disabled"} for i in range(gpus)]}
-    with open(path, "w") as f:
-        yaml.safe_dump(profile, f, sort_keys=False)
-    return path
 
 
 def _rss_kb(pid):
@@ -54,7 +47,7 @@ def measure(node_class, profile, mig, version):
         out["writes"] = len(node.api.writes())
         before = {s["metadata"]["name"]: s["metadata"]["resourceVersion"] for s in slices}
         writes_before = len(node.api.writes())
-        node.inject_xid("GPU-5ca1e000-0000-4000-8000-%012x" % 0, 79)
+        node.inject_xid(gpu_uuid(0), 79)
         node.wait_published(lambda d: any(dev.get("taints") for dev in d.values()), timeout=60)
         time.sleep(1.0)  # a bench, not a test: let any follow-up write land before counting
         after = {s["metadata"]["name"]: s["metadata"]["resourceVersion"] for s in _gpu_slices(node)}
@@ -67,16 +60,13 @@ def measure(node_class, profile, mig, version):
 
 
 def run_devices(build_dir, scratch):
-    import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                    "test", "lib"))
     os.environ.setdefault("NVDRA_BINARY_DIR", os.path.abspath(build_dir))
     from gpu_node import SimulatedNode  # noqa: PLC0415  (after the path and the build dir are set)
     folder = scratch or os.path.join(build_dir, "scale-profiles")
     os.makedirs(folder, exist_ok=True)
     points = []
     for gpus, mig in SIZES:
-        profile = generate_profile(os.path.join(folder, f"h100-{gpus}{'-mig' if mig else ''}.yaml"), gpus, mig)
+        profile = write_profile(os.path.join(folder, f"h100-{gpus}{'-mig' if mig else ''}.yaml"), gpus, mig)
         for version in VERSIONS:
             p = measure(SimulatedNode, profile, mig, version)
             p.update(gpus=gpus, dynamic_mig=mig, version="%d.%d" % version)
