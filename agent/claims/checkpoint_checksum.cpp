@@ -31,9 +31,11 @@ uint32_t step(uint32_t h, char c) { return (h ^ static_cast<uint8_t>(c)) * kPrim
 // One character on all 256 lanes. AVX2 multiplies 8 lanes at once (SSE2 has no 32-bit lane
 // multiply): 5-6x faster where the CPU has it, picked at load time.
 // Not under the sanitizers: their runtime is not set up yet when ifunc resolvers run.
-#if defined(__x86_64__) && defined(__clang__) && !__has_feature(address_sanitizer) && \
-    !__has_feature(thread_sanitizer) && !__has_feature(undefined_behavior_sanitizer)
+#if defined(__x86_64__) && defined(__clang__)  // (nested: GCC 12 cannot parse __has_feature)
+#if !__has_feature(address_sanitizer) && !__has_feature(thread_sanitizer) && \
+    !__has_feature(undefined_behavior_sanitizer)
 __attribute__((target_clones("avx2", "default")))
+#endif
 #endif
 void step_lanes(std::array<uint32_t, 256>& lanes, uint32_t c) {
   for (auto& h : lanes) h = (h ^ c) * kPrime;

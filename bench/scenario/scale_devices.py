@@ -59,12 +59,38 @@ def measure(node_class, profile, mig, version):
         node.cleanup()
 
 
+def measure_upstream(profile, mig, version, upstream_dir):
+    """Upstream's two plugins on the same profile (test/lib/upstream_node.py; root): start -> registered and the
+    GPU plugin's slices stored, slices, bytes, writes, RSS of both plugins. No republish figure: upstream's
+    health check is not driven here."""
+    import upstream_node as um  # noqa: PLC0415
+    node = um.upstream_node(profile, api_version=version, api_process=True)
+    up = None
+    try:
+        gates = {um.GPU: um.DEFAULT_GATES[um.GPU] + (",DynamicMIG=true" if mig else "")}
+        up = um.UpstreamPlugins(node, gates=gates, directory=upstream_dir).start(timeout=60)
+        slices = _gpu_slices(node)
+        out = {"start_ms": round(up.ready_ms, 1), "rss_kb": sum(_rss_kb(p) for p in up.pids().values())}
+        out["devices"] = sum(len(s["spec"].get("devices", [])) for s in slices if s["spec"]["driver"] == "gpu.nvidia.com")
+        out["slices"] = {}
+        for s in slices:
+            out["slices"][s["spec"]["driver"]] = out["slices"].get(s["spec"]["driver"], 0) + 1
+        out["slice_bytes"] = sum(len(yaml.safe_dump(s).encode()) for s in slices)
+        out["writes"] = len(node.api.writes())
+        return out
+    finally:
+        if up is not None:
+            up.cleanup()
+        node.cleanup()
+
+
 def run_devices(build_dir, scratch):
     os.environ.setdefault("NVDRA_BINARY_DIR", os.path.abspath(build_dir))
     from gpu_node import SimulatedNode  # noqa: PLC0415  (after the path and the build dir are set)
     folder = scratch or os.path.join(build_dir, "scale-profiles")
     os.makedirs(folder, exist_ok=True)
-    points = []
+    points, upstream = [], []
+    upstream_dir = os.environ.get("NVDRA_UPSTREAM_DIR", "")
     for gpus, mig in SIZES:
         profile = write_profile(os.path.join(folder, f"h100-{gpus}{'-mig' if mig else ''}.yaml"), gpus, mig)
         for version in VERSIONS:
@@ -72,7 +98,16 @@ def run_devices(build_dir, scratch):
             p.update(gpus=gpus, dynamic_mig=mig, version="%d.%d" % version)
             sys.stderr.write(f"devices: {p}\n")
             points.append(p)
-    return {"points": points}
+        if upstream_dir and os.geteuid() == 0:
+            try:
+                u = measure_upstream(profile, mig, (1, 35), upstream_dir)
+                u.update(gpus=gpus, dynamic_mig=mig, version="1.35")
+            except Exception as e:  # noqa: BLE001  (a bench: say what did not run, go on)
+                u = {"gpus": gpus, "dynamic_mig": mig, "version": "1.35", "error": str(e)[:500]}
+            sys.stderr.write(f"devices, upstream: {u}\n")
+            upstream.append(u)
+    return {"points": points, "upstream": upstream,
+            "upstream_note": "" if upstream_dir and os.geteuid() == 0 else "not run: needs root and NVDRA_UPSTREAM_DIR"}
 
 
 def draw_devices(table, png):
@@ -83,8 +118,14 @@ def draw_devices(table, png):
     n = [p["devices"] for p in pts]
     fig, (start, mem, pub) = plt.subplots(1, 3, figsize=(15, 4.2))
     start.plot(n, [p["start_ms"] for p in pts], "o-", label="nvdra start -> ready (slices published)")
+    ups = sorted((u for u in table.get("upstream", []) if "error" not in u), key=lambda u: u["devices"])
+    if ups:
+        start.plot([u["devices"] for u in ups], [u["start_ms"] for u in ups], "s--",
+                   label="upstream start -> registered + GPU slices")
     start.set(xscale="log", xlabel="devices published (1.35 server)", ylabel="ms", title="Start")
     mem.plot(n, [p["rss_kb"] / 1024 for p in pts], "o-", label="nvdra RSS once ready")
+    if ups:
+        mem.plot([u["devices"] for u in ups], [u["rss_kb"] / 1024 for u in ups], "s--", label="upstream, both plugins")
     mem.set(xscale="log", xlabel="devices published", ylabel="MiB", title="Memory")
     for version in sorted({p["version"] for p in table["points"]}):
         vp = sorted((p for p in table["points"] if p["version"] == version), key=lambda p: p["devices"])
