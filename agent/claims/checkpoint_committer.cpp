@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <deque>
+#include <utility>
 
 #include "agent/runtime/worker_pool.hpp"
 
@@ -35,13 +36,17 @@ struct Waiter {
 
 struct CheckpointCommitter::State {
   State(asio::any_io_executor ex, runtime::WorkerPool& p, CheckpointStore& s, Checkpoint d)
-      : executor(std::move(ex)), pool(p), store(s), durable(std::move(d)), current(durable) {}
+      : executor(std::move(ex)), pool(p), store(s), durable(std::move(d)), current(durable),
+        writing_copy(std::make_shared<Checkpoint>(durable)) {}
 
   asio::any_io_executor executor;
   runtime::WorkerPool& pool;
   CheckpointStore& store;
   Checkpoint durable;
   Checkpoint current;  // durable + queue
+  // What the write in flight saves (then == durable), read by the pool thread meanwhile. Kept in
+  // step by applying each batch, so a write costs what changed, not a copy of every claim.
+  std::shared_ptr<Checkpoint> writing_copy;
   struct Batch {
     uint64_t seq;
     std::vector<ClaimUpdate> updates;
@@ -112,22 +117,29 @@ asio::awaitable<void> CheckpointCommitter::flush() {
 asio::awaitable<void> CheckpointCommitter::write_loop(std::shared_ptr<State> st) {
   while (!st->queue.empty()) {
     const uint64_t target = st->queue.back().seq;
-    // current == durable + every queued batch: exactly what this write makes durable.
-    auto snapshot = std::make_shared<const Checkpoint>(st->current);
+    // Every queued batch: after them, writing_copy == current, exactly what this write makes durable.
+    std::deque<State::Batch> written = std::exchange(st->queue, {});
+    std::vector<std::string> changed;
+    for (const auto& b : written) {
+      apply_updates(*st->writing_copy, b.updates);
+      for (const auto& u : b.updates) changed.push_back(u.uid);
+    }
     ++st->writes;
     CheckpointStore* store = &st->store;
     Status status;
     try {
-      status = co_await st->pool.run([store, snapshot] { return store->save(*snapshot); });
+      status = co_await st->pool.run([store, copy = st->writing_copy, changed = std::move(changed)] {
+        return store->save_changed(*copy, changed);
+      });
     } catch (const std::exception& e) {  // the pool was stopped under us (shutdown)
       status = Error{ErrorCode::kUnavailable, std::string("checkpoint write did not run: ") + e.what(), {},
                      store->location()};
     }
-    while (!st->queue.empty() && st->queue.front().seq <= target) st->queue.pop_front();
     if (status) {
-      st->durable = *snapshot;
+      for (const auto& b : written) apply_updates(st->durable, b.updates);
     } else {
       // Drop the failed batches from memory: rebuild current from disk + what queued meanwhile.
+      *st->writing_copy = st->durable;
       st->current = st->durable;
       for (const auto& b : st->queue) apply_updates(st->current, b.updates);
     }

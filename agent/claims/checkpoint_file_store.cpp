@@ -176,7 +176,17 @@ Result<LoadedCheckpoint> FileCheckpointStore::load() {
   return LoadedCheckpoint{std::nullopt, moved, err.message};
 }
 
-Status FileCheckpointStore::save(const Checkpoint& checkpoint) { return save_bytes(encode_checkpoint(checkpoint)); }
+Status FileCheckpointStore::save(const Checkpoint& checkpoint) {
+  auto status = save_bytes(encoder_.encode(checkpoint, nullptr));
+  if (!status) encoder_.reset();  // the caller's next `changed` is relative to what is on disk
+  return status;
+}
+
+Status FileCheckpointStore::save_changed(const Checkpoint& checkpoint, const std::vector<std::string>& changed) {
+  auto status = save_bytes(encoder_.encode(checkpoint, &changed));
+  if (!status) encoder_.reset();
+  return status;
+}
 
 Status FileCheckpointStore::fsync_fd(int fd, const std::string& what) {
   int rc;

@@ -10,11 +10,19 @@ Result<LoadedCheckpoint> MemoryCheckpointStore::load() {
   return LoadedCheckpoint{std::move(*cp), {}};
 }
 
-Status MemoryCheckpointStore::save(const Checkpoint& checkpoint) {
-  std::string bytes = encode_checkpoint(checkpoint);
+Status MemoryCheckpointStore::save(const Checkpoint& checkpoint) { return save_changed(checkpoint, {}, false); }
+
+Status MemoryCheckpointStore::save_changed(const Checkpoint& checkpoint, const std::vector<std::string>& changed) {
+  return save_changed(checkpoint, changed, true);
+}
+
+Status MemoryCheckpointStore::save_changed(const Checkpoint& checkpoint, const std::vector<std::string>& changed,
+                                           bool known) {
   std::lock_guard lock(mu_);
+  std::string bytes = encoder_.encode(checkpoint, known ? &changed : nullptr);
   if (failures_ > 0) {
     --failures_;
+    encoder_.reset();
     return make_error(ErrorCode::kUnavailable, "cannot write checkpoint memory: injected failure");
   }
   bytes_ = std::move(bytes);

@@ -4,7 +4,6 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
-#include <array>
 
 namespace nvdra::claims {
 namespace {
@@ -115,40 +114,6 @@ std::string_view to_string(ClaimState state) {
     case ClaimState::kPrepareAborted: return "PrepareAborted";
   }
   return "Unknown";
-}
-
-uint32_t go_checksum(std::string_view bytes) {
-  // go-spew's "%#v" of a []byte: "([]uint8)[" then each byte in decimal, space-separated, then
-  // "]". The decimal forms come from a table: this runs over the whole file on every save.
-  struct Decimal {
-    char text[4];
-    uint8_t size;
-  };
-  static constexpr auto kDecimal = [] {
-    std::array<Decimal, 256> t{};
-    for (unsigned b = 0; b < 256; ++b) {
-      auto& d = t[b];
-      // A leading space: every byte but the first is preceded by one (the first skips it).
-      d.text[0] = ' ';
-      if (b >= 100) d.text[++d.size] = static_cast<char>('0' + b / 100);
-      if (b >= 10) d.text[++d.size] = static_cast<char>('0' + b / 10 % 10);
-      d.text[++d.size] = static_cast<char>('0' + b % 10);
-      ++d.size;
-    }
-    return t;
-  }();
-  uint32_t h = 2166136261u;
-  auto feed = [&h](char c) {
-    h ^= static_cast<uint8_t>(c);
-    h *= 16777619u;
-  };
-  for (char c : std::string_view("([]uint8)[")) feed(c);
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    const auto& d = kDecimal[static_cast<uint8_t>(bytes[i])];
-    for (uint8_t k = i ? 0 : 1; k < d.size; ++k) feed(d.text[k]);
-  }
-  feed(']');
-  return h;
 }
 
 std::string go_json(const json::value& value) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "agent/base/result.hpp"
 #include "agent/claims/checkpoint_model.hpp"
@@ -35,6 +36,13 @@ class CheckpointStore {
   virtual ~CheckpointStore() = default;
   virtual Result<LoadedCheckpoint> load() = 0;
   virtual Status save(const Checkpoint& checkpoint) = 0;
+  // save() for a caller that knows which claims changed (the UIDs put or erased) since the last
+  // save()/save_changed() that succeeded on this store: a store may then encode only those
+  // (CheckpointEncoder). Same bytes, same durability. The default saves in full.
+  virtual Status save_changed(const Checkpoint& checkpoint, const std::vector<std::string>& changed) {
+    (void)changed;
+    return save(checkpoint);
+  }
   // Thread-safe; for tests, the bench and the status service.
   virtual CheckpointStats stats() const = 0;
   // Where the checkpoint lives, for messages ("memory" for the test store).

@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+"""How nvdra's costs grow (issue #33): runs the scale scenarios, writes their tables as JSON and draws each
+growth curve as a PNG (Debian's python3-matplotlib, in contrib/dev/packages.txt). A benchmark, not a test:
+the figures are noisy on a shared machine; rerun the command rather than trusting one run.
+
+Scenarios:
+  claims   per-prepare checkpoint cost with 1, 10, 100 and 1,000 claims already prepared on the node
+           (build/bench/claims/claims_checkpoint_scale_bench): prepare/unprepare p50/p99, bytes written and
+           fsyncs per prepare, against two references measured in the same run: every save re-encoding every
+           claim (the encoding before #33) and the floor (writing and fsyncing the same bytes, no encoding).
+
+  devices  machine profiles of 1 to ~500 published devices (H100 nodes, MIG off and DynamicMIG), started under
+           each server version 1.34-1.37: start, slices per driver, slice bytes and writes, RSS, and what
+           republishing after one GPU's XID costs (bench/scenario/scale_devices.py).
+
+Upstream's plugin is not drawn here: its checkpoint cost can only be taken through a whole node
+(bench/scenario/versus_upstream.py, root and upstream's binaries), which this command does not start.
+
+    bench/scenario/scale.py [--build-dir build] [--out bench/scale] [--rounds 40] [--scenario claims]
+
+writes <out>/<scenario>.json and <out>/<scenario>.png.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import scale_devices  # noqa: E402
+
+
+def run_claims(build_dir, rounds, scratch):
+    """Twice: on the disk (--scratch, else the temp directory), where fsync dominates, and on /dev/shm
+    (tmpfs: fsync is free), where what is left is the CPU the encoding and the copy into the page cache cost."""
+    binary = os.path.join(build_dir, "bench", "claims", "claims_checkpoint_scale_bench")
+    table = {}
+    for where, folder in (("disk", scratch), ("memory", "/dev/shm/nvdra-checkpoint-scale")):
+        args = [binary, "--rounds", str(rounds)] + (["--dir", folder] if folder else [])
+        sys.stderr.write(f"claims scenario, checkpoint on {where}:\n")
+        out = subprocess.run(args, check=True, capture_output=True, text=True)
+        sys.stderr.write(out.stderr)
+        table[where] = json.loads(out.stdout)
+    return table
+
+
+def _cost_panel(ax, pts, title):
+    n = [p["claims"] for p in pts]
+    ax.plot(n, [p["prepare_p50_us"] / 1000 for p in pts], "o-", label="nvdra prepare p50 (incremental encoding)")
+    ax.plot(n, [p["full_encode_prepare_p50_us"] / 1000 for p in pts], "s--", label="re-encoding every claim (before #33)")
+    ax.plot(n, [p["floor_prepare_p50_us"] / 1000 for p in pts], "^:", label="floor: write + fsync the same bytes twice")
+    ax.plot(n, [p["unprepare_p50_us"] / 1000 for p in pts], "x-", label="nvdra unprepare p50")
+    ax.set(xscale="log", yscale="log", xlabel="claims already prepared on the node", ylabel="ms", title=title)
+    ax.legend(fontsize=7)
+
+
+def draw_claims(table, png):
+    import matplotlib  # noqa: PLC0415  (only drawing needs it; the JSON is written first)
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+    fig, (disk, memory, written) = plt.subplots(1, 3, figsize=(15, 4.2))
+    _cost_panel(disk, table["disk"]["points"], "Checkpoint cost of one prepare (disk)")
+    _cost_panel(memory, table["memory"]["points"], "Same on tmpfs: the CPU part")
+    pts = table["disk"]["points"]
+    written.plot([p["claims"] for p in pts], [p["bytes_written_per_prepare"] / 1024 for p in pts], "o-",
+                 label="bytes written per prepare (the whole file, twice)")
+    written.set(xscale="log", yscale="log", xlabel="claims already prepared on the node", ylabel="KiB",
+                title="Written per prepare (%.0f fsyncs)" % pts[-1]["fsyncs_per_prepare"])
+    written.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png, dpi=80)
+
+
+def run_devices(build_dir, rounds, scratch):
+    del rounds  # one start per size and server version
+    return scale_devices.run_devices(build_dir, scratch)
+
+
+SCENARIOS = {"claims": (run_claims, draw_claims), "devices": (run_devices, scale_devices.draw_devices)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build-dir", default=os.path.join(TOP, "build"))
+    ap.add_argument("--out", default=os.path.join(TOP, "bench", "scale"))
+    ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--scratch", default="", help="directory for the checkpoint files (the kubelet plugins disk)")
+    ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    for name in a.scenario or sorted(SCENARIOS):
+        run, draw = SCENARIOS[name]
+        table = run(a.build_dir, a.rounds, a.scratch)
+        with open(os.path.join(a.out, name + ".json"), "w") as f:
+            json.dump(table, f, indent=1)
+            f.write("\n")
+        draw(table, os.path.join(a.out, name + ".png"))
+        print(json.dumps(table, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""Device-count scenario of bench/scenario/scale.py (issue #33): machine profiles generated for nodes from 1 to
+~500 published devices, each started once per API server version (1.34-1.37, the API double's schemas and slice
+limits), the agent and the double each in a process of its own. Per size and version:
+  start_ms       exec -> READY=1 (both plugins registered; the agent publishes before it reports ready);
+  devices        gpu.nvidia.com devices published; slices per driver;
+  slice_bytes    the stored slices' JSON size (what the writes carried, near enough); writes: write requests;
+  rss_kb         the agent's RSS once ready;
+  republish      after an XID on one GPU (NVMLDeviceHealthCheck taints its devices): the write requests it
+                 cost and the slices whose resourceVersion changed (one GPU's slices rewritten, not all).
+Profiles: H100 80GB nodes of 1 to 64 GPUs with MIG off (one device each), and under DynamicMIG (every MIG
+placement of every GPU published, 26 devices per H100) 1 to 20 GPUs. Written by test/lib/machine_profiles.py."""
+import os
+import sys
+import time
+
+import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "test", "lib"))
+from machine_profiles import gpu_uuid, write_profile  # noqa: E402
+
+SIZES = [(1, False), (8, False), (64, False), (1, True), (8, True), (20, True)]
+VERSIONS = [(1, 34), (1, 35), (1, 36), (1, 37)]
+
+
+def _rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+def _gpu_slices(node):
+    return [s for s in node.api.objects("resource.k8s.io/v1", "resourceslices", f"spec.nodeName={node.node}")]
+
+
+def measure(node_class, profile, mig, version):
+    gates = "NVMLDeviceHealthCheck=true" + (",DynamicMIG=true" if mig else "")
+    node = node_class(profile=profile, gates=gates, api_version=version, api_process=True)
+    try:
+        node.start(timeout=300)
+        out = {"start_ms": round(node.ready_ms, 1), "rss_kb": _rss_kb(node.proc.pid)}
+        slices = _gpu_slices(node)
+        out["devices"] = sum(len(s["spec"].get("devices", [])) for s in slices if s["spec"]["driver"] == "gpu.nvidia.com")
+        out["slices"] = {}
+        for s in slices:
+            out["slices"][s["spec"]["driver"]] = out["slices"].get(s["spec"]["driver"], 0) + 1
+        out["slice_bytes"] = sum(len(yaml.safe_dump(s).encode()) for s in slices)  # YAML: near JSON's size
+        out["writes"] = len(node.api.writes())
+        before = {s["metadata"]["name"]: s["metadata"]["resourceVersion"] for s in slices}
+        writes_before = len(node.api.writes())
+        node.inject_xid(gpu_uuid(0), 79)
+        node.wait_published(lambda d: any(dev.get("taints") for dev in d.values()), timeout=60)
+        time.sleep(1.0)  # a bench, not a test: let any follow-up write land before counting
+        after = {s["metadata"]["name"]: s["metadata"]["resourceVersion"] for s in _gpu_slices(node)}
+        out["republish"] = {"writes": len(node.api.writes()) - writes_before,
+                            "slices_rewritten": sum(1 for n, rv in after.items() if before.get(n) != rv),
+                            "slices": len(after)}
+        return out
+    finally:
+        node.cleanup()
+
+
+def measure_upstream(profile, mig, version, upstream_dir):
+    """Upstream's two plugins on the same profile (test/lib/upstream_node.py; root): start -> registered and the
+    GPU plugin's slices stored, slices, bytes, writes, RSS of both plugins. No republish figure: upstream's
+    health check is not driven here."""
+    import upstream_node as um  # noqa: PLC0415
+    node = um.upstream_node(profile, api_version=version, api_process=True)
+    up = None
+    try:
+        gates = {um.GPU: um.DEFAULT_GATES[um.GPU] + (",DynamicMIG=true" if mig else "")}
+        up = um.UpstreamPlugins(node, gates=gates, directory=upstream_dir).start(timeout=60)
+        slices = _gpu_slices(node)
+        out = {"start_ms": round(up.ready_ms, 1), "rss_kb": sum(_rss_kb(p) for p in up.pids().values())}
+        out["devices"] = sum(len(s["spec"].get("devices", [])) for s in slices if s["spec"]["driver"] == "gpu.nvidia.com")
+        out["slices"] = {}
+        for s in slices:
+            out["slices"][s["spec"]["driver"]] = out["slices"].get(s["spec"]["driver"], 0) + 1
+        out["slice_bytes"] = sum(len(yaml.safe_dump(s).encode()) for s in slices)
+        out["writes"] = len(node.api.writes())
+        return out
+    finally:
+        if up is not None:
+            up.cleanup()
+        node.cleanup()
+
+
+def run_devices(build_dir, scratch):
+    os.environ.setdefault("NVDRA_BINARY_DIR", os.path.abspath(build_dir))
+    from gpu_node import SimulatedNode  # noqa: PLC0415  (after the path and the build dir are set)
+    folder = scratch or os.path.join(build_dir, "scale-profiles")
+    os.makedirs(folder, exist_ok=True)
+    points, upstream = [], []
+    upstream_dir = os.environ.get("NVDRA_UPSTREAM_DIR", "")
+    for gpus, mig in SIZES:
+        profile = write_profile(os.path.join(folder, f"h100-{gpus}{'-mig' if mig else ''}.yaml"), gpus, mig)
+        for version in VERSIONS:
+            p = measure(SimulatedNode, profile, mig, version)
+            p.update(gpus=gpus, dynamic_mig=mig, version="%d.%d" % version)
+            sys.stderr.write(f"devices: {p}\n")
+            points.append(p)
+        if upstream_dir and os.geteuid() == 0:
+            try:
+                u = measure_upstream(profile, mig, (1, 35), upstream_dir)
+                u.update(gpus=gpus, dynamic_mig=mig, version="1.35")
+            except Exception as e:  # noqa: BLE001  (a bench: say what did not run, go on)
+                u = {"gpus": gpus, "dynamic_mig": mig, "version": "1.35", "error": str(e)[:500]}
+            sys.stderr.write(f"devices, upstream: {u}\n")
+            upstream.append(u)
+    return {"points": points, "upstream": upstream,
+            "upstream_note": "" if upstream_dir and os.geteuid() == 0 else "not run: needs root and NVDRA_UPSTREAM_DIR"}
+
+
+def draw_devices(table, png):
+    import matplotlib  # noqa: PLC0415
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+    pts = sorted((p for p in table["points"] if p["version"] == "1.35"), key=lambda p: p["devices"])
+    n = [p["devices"] for p in pts]
+    fig, (start, mem, pub) = plt.subplots(1, 3, figsize=(15, 4.2))
+    start.plot(n, [p["start_ms"] for p in pts], "o-", label="nvdra start -> ready (slices published)")
+    ups = sorted((u for u in table.get("upstream", []) if "error" not in u), key=lambda u: u["devices"])
+    if ups:
+        start.plot([u["devices"] for u in ups], [u["start_ms"] for u in ups], "s--",
+                   label="upstream start -> registered + GPU slices")
+    start.set(xscale="log", xlabel="devices published (1.35 server)", ylabel="ms", title="Start")
+    mem.plot(n, [p["rss_kb"] / 1024 for p in pts], "o-", label="nvdra RSS once ready")
+    if ups:
+        mem.plot([u["devices"] for u in ups], [u["rss_kb"] / 1024 for u in ups], "s--", label="upstream, both plugins")
+    mem.set(xscale="log", xlabel="devices published", ylabel="MiB", title="Memory")
+    for version in sorted({p["version"] for p in table["points"]}):
+        vp = sorted((p for p in table["points"] if p["version"] == version), key=lambda p: p["devices"])
+        pub.plot([p["devices"] for p in vp], [p["slices"].get("gpu.nvidia.com", 0) for p in vp], "o-",
+                 label=f"gpu.nvidia.com slices, {version} server")
+    pub.plot(n, [p["republish"]["slices_rewritten"] for p in pts], "x--", label="slices rewritten after one XID (1.35)")
+    pub.set(xscale="log", xlabel="devices published", ylabel="slices", title="Slices")
+    for ax in (start, mem, pub):
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png, dpi=80)

@@ -1,0 +1,110 @@
+// CheckpointEncoder and ChecksumSpan: the incremental encoding writes encode_checkpoint()'s bytes
+// for every checkpoint, whatever was changed, erased or failed in between.
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+
+#include <random>
+
+#include "agent/claims/checkpoint_encoder.hpp"
+#include "agent/claims/checkpoint_memory_store.hpp"
+
+namespace nvdra::claims {
+namespace {
+
+namespace json = boost::json;
+
+CheckpointedClaim claim(int i, ClaimState state) {
+  CheckpointedClaim c;
+  c.state = state;
+  // Characters Go escapes (<, >, &, U+2028) and one Boost.JSON escapes (a control character).
+  c.status = json::parse(R"({"allocation":{"devices":{"results":[{"request":"gpu<&>","driver":"gpu.nvidia.com",)"
+                         R"("pool":"node-a","device":"gpu-)" + std::to_string(i % 8) + R"("}]}}})");
+  if (state != ClaimState::kPrepareStarted)
+    c.prepared_devices = json::parse(R"([{"devices":[{"gpu":{"info":{"uuid":"GPU-)" + std::to_string(i) +
+                                     "\xE2\x80\xA8\"}}}]}]")
+                             .as_array();
+  c.name = "claim-" + std::to_string(i) + (i % 5 == 0 ? "\x01" : "");
+  c.ns = i % 2 ? "ns" : "";
+  if (state == ClaimState::kPrepareAborted) c.aborted_at = "2026-11-26T08:00:00Z";
+  return c;
+}
+
+std::string uid(int i) { return "uid-" + std::to_string(i * 7919 % 1000); }
+
+TEST(ChecksumSpan, EqualsHashingTheBytesFromEveryState) {
+  const std::string head = "{\"checksum\":0,";
+  const std::string span_bytes = "\"a<b>\":{\"k\":[1,2,\"\xE2\x80\xA8\xff\"]}";
+  const ChecksumSpan span(span_bytes);
+  for (const std::string& prefix : {head, head + "x", head + "\x01\x02\xfe", std::string("{")}) {
+    GoChecksum via_span, plain;
+    via_span.feed(prefix);
+    via_span.feed(span);
+    via_span.feed("}");
+    plain.feed(prefix);
+    plain.feed(span_bytes);
+    plain.feed("}");
+    EXPECT_EQ(via_span.finish(), plain.finish()) << prefix;
+    EXPECT_EQ(plain.finish(), go_checksum(prefix + span_bytes + "}"));
+  }
+  GoChecksum empty_span;
+  empty_span.feed("{");
+  empty_span.feed(ChecksumSpan(""));
+  EXPECT_EQ(empty_span.finish(), go_checksum("{"));
+}
+
+TEST(CheckpointEncoder, RandomChangesGiveTheFullEncodingsBytes) {
+  std::mt19937 rng(33);
+  Checkpoint cp;
+  CheckpointEncoder encoder;
+  const ClaimState states[] = {ClaimState::kPrepareStarted, ClaimState::kPrepareCompleted,
+                               ClaimState::kPrepareAborted};
+  for (int round = 0; round < 400; ++round) {
+    std::vector<std::string> changed;
+    for (int n = static_cast<int>(rng() % 4); n >= 0; --n) {
+      const int i = static_cast<int>(rng() % 60);
+      if (rng() % 4 == 0) cp.claims.erase(uid(i));
+      else cp.claims[uid(i)] = claim(i + round, states[rng() % 3]);
+      changed.push_back(uid(i));
+    }
+    if (round % 50 == 10) cp.node_boot_id = round % 100 == 10 ? "" : "boot-<" + std::to_string(round) + ">";
+    ASSERT_EQ(encoder.encode(cp, &changed), encode_checkpoint(cp)) << "round " << round;
+  }
+  // Every claim has had its span computed by now: the bytes still match.
+  std::vector<std::string> none;
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(encoder.encode(cp, &none), encode_checkpoint(cp));
+}
+
+TEST(CheckpointEncoder, UnknownOrWrongBaseEncodesEverythingAgain) {
+  Checkpoint cp;
+  for (int i = 0; i < 5; ++i) cp.claims[uid(i)] = claim(i, ClaimState::kPrepareCompleted);
+  CheckpointEncoder encoder;
+  EXPECT_EQ(encoder.encode(cp, nullptr), encode_checkpoint(cp));
+  // A claim added behind the encoder's back with an empty `changed`: the count differs, so it
+  // notices and starts over rather than writing a file without the claim.
+  cp.claims[uid(9)] = claim(9, ClaimState::kPrepareStarted);
+  std::vector<std::string> none;
+  EXPECT_EQ(encoder.encode(cp, &none), encode_checkpoint(cp));
+  cp.claims.clear();
+  EXPECT_EQ(encoder.encode(cp, &none), encode_checkpoint(cp));
+}
+
+TEST(CheckpointEncoder, MemoryStoreFailedSaveIsNotTheBaseOfTheNext) {
+  MemoryCheckpointStore store;
+  Checkpoint cp;
+  cp.node_boot_id = "boot";
+  cp.claims[uid(1)] = claim(1, ClaimState::kPrepareCompleted);
+  ASSERT_TRUE(store.save(cp));
+  Checkpoint failed = cp;
+  failed.claims[uid(1)] = claim(1, ClaimState::kPrepareAborted);
+  store.fail_next_saves(1);
+  ASSERT_FALSE(store.save_changed(failed, {uid(1)}));
+  // The next save is relative to what succeeded: uid(3) only, uid(1)'s change never reached the
+  // store (a cache kept from the failed save would write uid(1) aborted).
+  cp.claims[uid(3)] = claim(3, ClaimState::kPrepareStarted);
+  ASSERT_TRUE(store.save_changed(cp, {uid(3)}));
+  EXPECT_EQ(store.bytes(), encode_checkpoint(cp));
+}
+
+}  // namespace
+}  // namespace nvdra::claims

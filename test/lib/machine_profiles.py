@@ -1,0 +1,20 @@
+"""Machine profiles generated for the mock NVML (nvml/mock/machine_profile.hpp), for nodes larger than the
+checked-in ones (issue #33): `gpus` H100 80GB with distinct UUIDs, PCI bus ids and minors, MIG enabled or not.
+Under DynamicMIG an H100 publishes 26 devices (the GPU and every MIG placement), so 20 GPUs make a
+520-device node. Written through PyYAML."""
+import yaml
+
+PRODUCT = "NVIDIA H100 80GB HBM3"
+
+
+def gpu_uuid(index):
+    return "GPU-5ca1e000-0000-4000-8000-%012x" % index
+
+
+def write_profile(path, gpus, mig):
+    profile = {"driverVersion": "580.105.08", "cudaDriverVersion": 13000, "gpus": [
+        {"product": PRODUCT, "uuid": gpu_uuid(i), "pciBusId": "0000%04x:%02x:00.0" % (i // 200, 0x10 + i % 200),
+         "minor": i, "migMode": "enabled" if mig else "disabled"} for i in range(gpus)]}
+    with open(path, "w") as f:
+        yaml.safe_dump(profile, f, sort_keys=False)
+    return path
