@@ -8,6 +8,7 @@ if(NOT TARGET nvdra_compute_domain)
     ${CMAKE_CURRENT_LIST_DIR}/compute_domain_claims.cpp
     ${CMAKE_CURRENT_LIST_DIR}/imex_unit_watcher.cpp
     ${CMAKE_CURRENT_LIST_DIR}/domain_cache.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/domain_cleanup.cpp
     ${CMAKE_CURRENT_LIST_DIR}/domain_groups.cpp
     ${CMAKE_CURRENT_LIST_DIR}/driver_managed_claims.cpp
     ${CMAKE_CURRENT_LIST_DIR}/driver_managed_prepare.cpp

@@ -9,6 +9,7 @@
 #include "agent/config/options.hpp"
 #include "agent/drivers/api_connection.hpp"
 #include "agent/drivers/compute_domain_claims.hpp"
+#include "agent/drivers/domain_cleanup.hpp"
 #include "agent/drivers/driver_checkpoint.hpp"
 #include "agent/drivers/driver_managed_claims.hpp"
 #include "agent/drivers/driver_managed_start.hpp"
@@ -183,6 +184,13 @@ boost::asio::awaitable<Result<DriverResources>> ComputeDomainBackend::resources(
   if (parts_->host_managed) co_return imex::host_managed_resources();
   if (!parts_->driver_managed->handler->refusal().empty()) co_return DriverResources{};
   co_return imex::driver_managed_resources();
+}
+
+boost::asio::awaitable<void> ComputeDomainBackend::run() {
+  if (parts_ && parts_->driver_managed && parts_->driver_managed->cleanup)
+    co_await parts_->driver_managed->cleanup->run(*parts_->driver_managed->handler);
+  else
+    co_await DriverBackend::run();
 }
 
 std::unique_ptr<DriverBackend> make_compute_domain_backend(RunContext& ctx) {

@@ -24,6 +24,8 @@ class ComputeDomainBackend final : public DriverBackend {
   boost::asio::awaitable<Status> start(std::shared_ptr<k8s::ApiServer> api) override;
   kubelet::ClaimHandler& claims() override;
   boost::asio::awaitable<Result<DriverResources>> resources() override;
+  // Driver-managed mode: the domain-directory cleanup (DomainCleanup); otherwise waits until cancelled.
+  boost::asio::awaitable<void> run() override;
   const claims::Checkpoint* checkpoint() const override;
 
   // The unit watcher, when --imex-check is not off and the gate is on (after start()).

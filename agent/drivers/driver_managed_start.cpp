@@ -16,6 +16,7 @@
 #include "agent/config/options.hpp"
 #include "agent/drivers/api_connection.hpp"
 #include "agent/drivers/domain_cache.hpp"
+#include "agent/drivers/domain_cleanup.hpp"
 #include "agent/drivers/driver_managed_claims.hpp"
 #include "agent/drivers/node_gpus.hpp"
 #include "agent/drivers/node_labels.hpp"
@@ -161,12 +162,11 @@ boost::asio::awaitable<Result<std::unique_ptr<DriverManagedParts>>> start_driver
                                                                parts->cache, parts->labels.get(), events,
                                                                std::move(options));
   if (parts->cache) {
-    parts->cache->on_gone([ex = ctx.executor, handler = parts->handler.get()](const std::string& uid) {
-      boost::asio::co_spawn(ex, handler->domain_gone(uid), boost::asio::detached);
-    });
-    parts->cache->on_synced([ex = ctx.executor, handler = parts->handler.get()] {
-      boost::asio::co_spawn(ex, handler->sweep_domains(), boost::asio::detached);
-    });
+    // Queued, not spawned: DomainCleanup::run does the work inside the driver's serving scope, and
+    // ~DriverManagedParts stops the cache (dropping these callbacks) before `cleanup` goes.
+    parts->cleanup = std::make_unique<DomainCleanup>(ctx.executor);
+    parts->cache->on_gone([cleanup = parts->cleanup.get()](const std::string& uid) { cleanup->gone(uid); });
+    parts->cache->on_synced([cleanup = parts->cleanup.get()] { cleanup->sweep(); });
     parts->cache->start();
     if (o.gpu_clique_label_enabled && !clique.empty()) {
       parts->clique_label = true;

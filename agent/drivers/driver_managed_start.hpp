@@ -26,11 +26,13 @@ namespace nvdra::drivers {
 class ComputeDomainCache;
 class NodeLabels;
 class DriverManagedClaimHandler;
+class DomainCleanup;
 
 struct DriverManagedParts {
   std::shared_ptr<ComputeDomainCache> cache;
   std::shared_ptr<NodeLabels> labels;
   std::unique_ptr<DriverManagedClaimHandler> handler;
+  std::unique_ptr<DomainCleanup> cleanup;  // with the cache: domain directories of deleted ComputeDomains
   boost::asio::any_io_executor executor;
   boost::asio::cancellation_signal stop;  // ends the clique-label writer
   bool clique_label = false;              // --gpu-clique-label-enabled with a clique: removed at shutdown

@@ -121,6 +121,22 @@ class DaemonClaims(DriverManaged):
         self.assertEqual(self.unprepare(claim), "")
         self.assertFalse(os.path.exists(domain_dir))
 
+    def test_domain_deleted_while_the_agent_shuts_down(self):
+        """The removal runs inside the driver's serving scope (DomainCleanup), not detached: SIGTERM right
+        after the deletion ends it before the claim handler goes (under ASan a use after free would fail
+        the exit status), and the next start's sweep removes what shutdown left."""
+        claim = self.daemon_claim("daemon-s")
+        self.assertEqual(self.answer(claim)["error"], "")
+        self.assertEqual(self.unprepare(claim), "")
+        domain_dir = os.path.join(self.node.dirs.plugins, CD, "domains", self.domain)
+        self.node.api.delete_matching(GV, "computedomains")
+        self.assertEqual(self.node.stop(), 0)
+        left = os.path.exists(domain_dir)
+        self.node.start()
+        if left:
+            self.node.wait_log(rf"domain={self.domain} deleted: removed its domain directory")
+        self.assertFalse(os.path.exists(domain_dir))
+
     def test_stale_directories_go_at_start(self):
         stale = os.path.join(self.node.dirs.plugins, CD, "domains", "5a1e0000-0000-4000-8000-000000000001")
         os.makedirs(stale)
