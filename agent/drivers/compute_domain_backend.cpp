@@ -1,5 +1,7 @@
 #include "agent/drivers/compute_domain_backend.hpp"
 
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
 #include <filesystem>
 
 #include "agent/base/log.hpp"
@@ -8,6 +10,7 @@
 #include "agent/claims/checkpoint_startup.hpp"
 #include "agent/config/options.hpp"
 #include "agent/drivers/api_connection.hpp"
+#include "agent/drivers/clique_refresh.hpp"
 #include "agent/drivers/compute_domain_claims.hpp"
 #include "agent/drivers/domain_cleanup.hpp"
 #include "agent/drivers/driver_checkpoint.hpp"
@@ -208,14 +211,23 @@ boost::asio::awaitable<Result<DriverResources>> ComputeDomainBackend::resources(
   if (!parts_) co_return DriverResources{};
   if (parts_->host_managed) co_return imex::host_managed_resources();
   if (!parts_->driver_managed->handler->refusal().empty()) co_return DriverResources{};
+  if (!parts_->driver_managed->handler->clique_pending().empty()) co_return DriverResources{};  // not yet
   co_return imex::driver_managed_resources();
 }
 
+// Driver-managed: the domain-directory cleanup and the clique re-read, both ended by cancellation
+// before the backend goes (DriverBackend::run).
 boost::asio::awaitable<void> ComputeDomainBackend::run() {
-  if (parts_ && parts_->driver_managed && parts_->driver_managed->cleanup)
-    co_await parts_->driver_managed->cleanup->run(*parts_->driver_managed->handler);
-  else
+  using namespace boost::asio::experimental::awaitable_operators;
+  if (!parts_ || !parts_->driver_managed || !parts_->driver_managed->cleanup) {
     co_await DriverBackend::run();
+    co_return;
+  }
+  auto& dm = *parts_->driver_managed;
+  co_await (dm.cleanup->run(*dm.handler) || follow_clique(ctx_, *dm.handler, [this, &dm](const std::string& clique) {
+              label_clique_learnt(dm, ctx_.options, clique);
+              if (resources_changed_) resources_changed_(imex::driver_managed_resources());
+            }));
 }
 
 std::unique_ptr<DriverBackend> make_compute_domain_backend(RunContext& ctx) {
