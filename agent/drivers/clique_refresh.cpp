@@ -5,7 +5,6 @@
 
 #include "agent/base/log.hpp"
 #include "agent/config/options.hpp"
-#include "agent/drivers/driver_managed_claims.hpp"
 #include "agent/drivers/node_gpus.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "nvml/discovery.hpp"
@@ -30,7 +29,7 @@ struct Reread {
 };
 
 // Blocking (worker pool): each GPU's fabric facts again, the clique from them and the caps it needs.
-Reread reread(DiscoveredGpus& gpus, bool strict, const std::string& host_root) {
+Reread reread(DiscoveredGpus& gpus, bool strict, bool with_caps, const std::string& host_root) {
   Reread out;
   nvml::DeviceModel model = gpus.model;
   for (auto& g : model.gpus) {
@@ -48,7 +47,7 @@ Reread reread(DiscoveredGpus& gpus, bool strict, const std::string& host_root) {
     return out;
   }
   out.id = *id;
-  if (out.id.empty()) return out;
+  if (out.id.empty() || !with_caps) return out;
   auto caps = read_fabric_caps(host_root);
   if (!caps) out.error = caps.error().describe();
   else out.caps = *caps;
@@ -57,29 +56,31 @@ Reread reread(DiscoveredGpus& gpus, bool strict, const std::string& host_root) {
 
 }  // namespace
 
-boost::asio::awaitable<void> follow_clique(RunContext& ctx, DriverManagedClaimHandler& handler,
-                                           std::function<void(const std::string& clique)> on_changed) {
+boost::asio::awaitable<void> follow_clique(RunContext& ctx, bool with_caps, std::function<CliqueInUse()> current,
+                                           std::function<void(const std::string& clique, FabricCaps caps)> apply) {
   auto log = nvdra::logger("compute-domain");
   const bool strict = ctx.options.gates.enabled(config::gate::kCrashOnNVLinkFabricErrors);
   boost::asio::steady_timer timer(ctx.executor);
+  std::string last_error;  // logged once per distinct error, not at every period
   for (;;) {
-    timer.expires_after(handler.clique_pending().empty() ? kCliquePeriod : kCliquePendingPeriod);
+    timer.expires_after(current().pending ? kCliquePendingPeriod : kCliquePeriod);
     co_await timer.async_wait(boost::asio::use_awaitable);
     auto gpus = co_await ctx.gpus.get();
-    if (!gpus) {
-      log->warn("driver=compute-domain.nvidia.com re-reading the NVLink clique: {}", gpus.error().describe());
-      continue;
-    }
-    auto r = co_await ctx.workers.run(
-        [g = *gpus, strict, root = ctx.options.host_root] { return reread(*g, strict, root); });
-    if (!r.error.empty())
+    Reread r;
+    if (!gpus)
+      r.error = gpus.error().describe();
+    else
+      r = co_await ctx.workers.run([g = *gpus, strict, with_caps, root = ctx.options.host_root] {
+        return reread(*g, strict, with_caps, root);
+      });
+    if (!r.error.empty() && r.error != last_error)
       log->warn("driver=compute-domain.nvidia.com re-reading the NVLink clique: {}; keeping what is in use", r.error);
-    if (!r.error.empty() || !r.pending.empty()) continue;
-    if (r.id == handler.clique_id() && handler.clique_pending().empty()) continue;
-    log->info("driver=compute-domain.nvidia.com NVLink clique now {} (was {}): channels and daemons offered",
-              r.id.empty() ? "none" : r.id, handler.clique_id().empty() ? "none" : handler.clique_id());
-    handler.set_clique(r.id, r.caps.major, std::move(r.caps.fabric_mgmt));
-    on_changed(r.id);
+    last_error = r.error;
+    const auto in_use = current();
+    if (!r.error.empty() || !r.pending.empty() || (r.id == in_use.id && !in_use.pending)) continue;
+    log->info("driver=compute-domain.nvidia.com NVLink clique now {} (was {}): claims prepared from now on use it",
+              r.id.empty() ? "none" : r.id, in_use.id.empty() ? "none" : in_use.id);
+    apply(r.id, std::move(r.caps));
   }
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // The node's NVLink clique, re-read while the compute-domain driver serves in driver-managed mode
 // (issue #30 point 6; upstream #1264: a GPU's fabric may still be registering, IN_PROGRESS, when the
-// driver starts, and reaches COMPLETED later). follow_clique() re-reads every GPU's fabric facts on
+// driver starts, and reaches COMPLETED later), and in HostManagedIMEX mode too. follow_clique() re-reads every GPU's fabric facts on
 // the worker pool, every kCliquePendingPeriod while the handler's clique is pending, else every
 // kCliquePeriod (upstream re-reads every 10 minutes). When the clique becomes known or changes, the
 // handler uses it for the prepares that start from then on and `on_changed` runs (republish, label).
@@ -19,8 +19,6 @@
 
 namespace nvdra::drivers {
 
-class DriverManagedClaimHandler;
-
 inline constexpr std::chrono::seconds kCliquePendingPeriod{5};
 inline constexpr std::chrono::seconds kCliquePeriod{600};
 
@@ -31,7 +29,14 @@ struct FabricCaps {
 };
 Result<FabricCaps> read_fabric_caps(const std::string& host_root);
 
-boost::asio::awaitable<void> follow_clique(RunContext& ctx, DriverManagedClaimHandler& handler,
-                                           std::function<void(const std::string& clique)> on_changed);
+// The clique a handler uses now; `pending`: not known yet (re-read every kCliquePendingPeriod).
+struct CliqueInUse {
+  std::string id;
+  bool pending = false;
+};
+
+// `with_caps`: a known clique also needs FabricCaps (driver-managed daemon claims); `apply` gets them.
+boost::asio::awaitable<void> follow_clique(RunContext& ctx, bool with_caps, std::function<CliqueInUse()> current,
+                                           std::function<void(const std::string& clique, FabricCaps caps)> apply);
 
 }  // namespace nvdra::drivers

@@ -135,7 +135,7 @@ boost::asio::awaitable<Status> ComputeDomainBackend::read_host_managed_facts(Com
   options.clique_problem = clique.problem;
   if (!clique.problem.empty())
     log->warn("driver=compute-domain.nvidia.com NVML cannot tell this node's NVLink clique: {}; channel claims "
-              "will fail until this is fixed and the agent restarted", clique.problem);
+              "will fail until it is (re-read every {} s)", clique.problem, kCliquePendingPeriod.count());
   else if (clique.id.empty())
     log->warn("driver=compute-domain.nvidia.com this node has no NVLink clique: channel claims will fail (seed: "
               "host-managed IMEX needs a multi-node NVLink clique)");
@@ -219,15 +219,25 @@ boost::asio::awaitable<Result<DriverResources>> ComputeDomainBackend::resources(
 // before the backend goes (DriverBackend::run).
 boost::asio::awaitable<void> ComputeDomainBackend::run() {
   using namespace boost::asio::experimental::awaitable_operators;
+  if (parts_ && parts_->handler) {  // HostManagedIMEX
+    auto* h = parts_->handler.get();
+    co_await follow_clique(ctx_, false, [h] { return CliqueInUse{h->clique_id(), !h->clique_problem().empty()}; },
+                           [h](const std::string& clique, FabricCaps) { h->set_clique(clique); });
+    co_return;
+  }
   if (!parts_ || !parts_->driver_managed || !parts_->driver_managed->cleanup) {
     co_await DriverBackend::run();
     co_return;
   }
   auto& dm = *parts_->driver_managed;
-  co_await (dm.cleanup->run(*dm.handler) || follow_clique(ctx_, *dm.handler, [this, &dm](const std::string& clique) {
-              label_clique_learnt(dm, ctx_.options, clique);
-              if (resources_changed_) resources_changed_(imex::driver_managed_resources());
-            }));
+  auto* h = dm.handler.get();
+  co_await (dm.cleanup->run(*h) ||
+            follow_clique(ctx_, true, [h] { return CliqueInUse{h->clique_id(), !h->clique_pending().empty()}; },
+                          [this, &dm, h](const std::string& clique, FabricCaps caps) {
+                            h->set_clique(clique, caps.major, std::move(caps.fabric_mgmt));
+                            label_clique_learnt(dm, ctx_.options, clique);
+                            if (resources_changed_) resources_changed_(imex::driver_managed_resources());
+                          }));
 }
 
 std::unique_ptr<DriverBackend> make_compute_domain_backend(RunContext& ctx) {

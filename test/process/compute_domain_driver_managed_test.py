@@ -374,7 +374,7 @@ class FabricRegistering(DriverManaged):
         answer = self.answer(self.channel_claim("pod-f1"))
         self.assertRegex(answer["error"], rf"NVLink clique is not known yet \({why}")
         self.node.set_fabric_state(self.gpu, 3)  # registration finishes
-        self.node.wait_log(r"NVLink clique now (\S+) \(was none\): channels and daemons offered")
+        self.node.wait_log(r"NVLink clique now (\S+) \(was none\): claims prepared from now on use it")
         self.node.wait_published(lambda d: sorted(d) == ["channel-0", "daemon-0"], driver=CD)
         self.daemon_ready(self.domain)
         self.assertEqual(self.answer(self.channel_claim("pod-f2"))["error"], "")
