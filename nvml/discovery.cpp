@@ -62,6 +62,14 @@ Result<DeviceModel> discover(GpuLibrary& lib, const DiscoveryOptions& options) {
   return model;
 }
 
+std::string fabric_registering(const DeviceModel& model) {
+  for (const auto& g : model.gpus)
+    if (g.fabric && (g.fabric->state == 1 || g.fabric->state == 2))
+      return "GPU " + g.uuid + ": NVLink fabric state " + (g.fabric->state == 1 ? "NOT_STARTED" : "IN_PROGRESS") +
+             ", still registering with the fabric manager";
+  return {};
+}
+
 Result<std::string> clique_id(const DeviceModel& model, bool strict) {
   std::string clique;
   for (const auto& g : model.gpus) {

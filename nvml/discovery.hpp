@@ -25,4 +25,8 @@ Result<DeviceModel> discover(GpuLibrary& library, const DiscoveryOptions& option
 // SUCCESS); the legacy mode skips such GPUs, as go-nvlib's IsFabricAttached does.
 Result<std::string> clique_id(const DeviceModel& model, bool strict = true);
 
+// Why the node's clique cannot be told yet because a GPU's fabric is still registering (state
+// NOT_STARTED or IN_PROGRESS, upstream #1264: it reaches COMPLETED later without a restart), or "".
+std::string fabric_registering(const DeviceModel& model);
+
 }  // namespace nvdra::nvml

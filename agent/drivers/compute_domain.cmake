@@ -4,10 +4,12 @@
 # nvdra_agent_support (agent/CMakeLists.txt).
 if(NOT TARGET nvdra_compute_domain)
   add_library(nvdra_compute_domain STATIC
+    ${CMAKE_CURRENT_LIST_DIR}/clique_refresh.cpp
     ${CMAKE_CURRENT_LIST_DIR}/compute_domain_backend.cpp
     ${CMAKE_CURRENT_LIST_DIR}/compute_domain_claims.cpp
     ${CMAKE_CURRENT_LIST_DIR}/imex_unit_watcher.cpp
     ${CMAKE_CURRENT_LIST_DIR}/domain_cache.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/domain_cleanup.cpp
     ${CMAKE_CURRENT_LIST_DIR}/domain_groups.cpp
     ${CMAKE_CURRENT_LIST_DIR}/driver_managed_claims.cpp
     ${CMAKE_CURRENT_LIST_DIR}/driver_managed_prepare.cpp

@@ -8,6 +8,7 @@
 // half-prepared, and follows the host's IMEX unit over the shared system bus (--imex-check).
 // resources(): channel-0 only (no daemon device) under the gate; channel-0 and daemon-0 without it
 // (nothing when a driver-managed start-up check failed).
+#include <functional>
 #include <memory>
 
 #include "agent/drivers/driver_backend.hpp"
@@ -15,6 +16,7 @@
 namespace nvdra::drivers {
 
 class ImexUnitWatcher;
+struct ComputeDomainClaimOptions;
 
 class ComputeDomainBackend final : public DriverBackend {
  public:
@@ -24,6 +26,8 @@ class ComputeDomainBackend final : public DriverBackend {
   boost::asio::awaitable<Status> start(std::shared_ptr<k8s::ApiServer> api) override;
   kubelet::ClaimHandler& claims() override;
   boost::asio::awaitable<Result<DriverResources>> resources() override;
+  // Driver-managed mode: the domain-directory cleanup (DomainCleanup); otherwise waits until cancelled.
+  boost::asio::awaitable<void> run() override;
   const claims::Checkpoint* checkpoint() const override;
 
   // The unit watcher, when --imex-check is not off and the gate is on (after start()).
@@ -31,6 +35,14 @@ class ComputeDomainBackend final : public DriverBackend {
 
  private:
   struct Parts;
+  // start()'s phases.
+  Error failed(Error e);  // recorded for status, then returned
+  ComputeDomainClaimOptions claim_options(bool host_managed);
+  boost::asio::awaitable<Status> read_host_managed_facts(ComputeDomainClaimOptions& options);
+  boost::asio::awaitable<Status> open_stores(Parts& parts);
+  boost::asio::awaitable<void> start_host_managed(Parts& parts, std::shared_ptr<k8s::ApiServer> api,
+                                                  ComputeDomainClaimOptions options);
+  std::function<Status()> follow_imex_unit(Parts& parts);
   RunContext& ctx_;
   std::unique_ptr<Parts> parts_;
 };

@@ -58,6 +58,14 @@ class ComputeDomainClaimHandler final : public kubelet::ClaimHandler {
   // and checkpoint entry (nothing else was done for them). Returns the per-claim errors.
   boost::asio::awaitable<std::vector<Error>> recover();
 
+  const std::string& clique_id() const { return options_.clique_id; }
+  const std::string& clique_problem() const { return options_.clique_problem; }
+  // The node's clique as re-read (follow_clique): used by the prepares that start from now on.
+  void set_clique(std::string id) {
+    options_.clique_id = std::move(id);
+    options_.clique_problem.clear();
+  }
+
  private:
   boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare_new(kubelet::ClaimRef claim);
   boost::asio::awaitable<Status> find_domain(const std::string& uid, const kubelet::ClaimRef& claim);

@@ -56,6 +56,15 @@ class DriverBackend {
     co_await never.async_wait(boost::asio::use_awaitable);
     co_return std::string();
   }
+  // The backend's own background work while the driver serves (driver-managed IMEX: removing the
+  // domain directories of deleted ComputeDomains), awaited by DriverComponent inside its serving scope
+  // after start(): cancelled at shutdown or restart, and finished before the backend is destroyed, so
+  // it may use every member. Never returns by default; ends only by cancellation.
+  virtual boost::asio::awaitable<void> run() {
+    boost::asio::steady_timer never(co_await boost::asio::this_coro::executor,
+                                    boost::asio::steady_timer::time_point::max());
+    co_await never.async_wait(boost::asio::use_awaitable);
+  }
   // What this node publishes for the driver; called after start().
   virtual boost::asio::awaitable<Result<DriverResources>> resources() = 0;
   // The claims as the checkpoint holds them now (for status), or null before start().

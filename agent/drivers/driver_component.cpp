@@ -236,12 +236,12 @@ boost::asio::awaitable<void> DriverComponent::publish() {
 
 boost::asio::awaitable<void> DriverComponent::serve_devices() {
   using namespace boost::asio::experimental::awaitable_operators;
+  // backend_->run() ends (by cancellation) before publish() returns: the backend outlives its work.
   if (backend_->health()) {
-    co_await (backend_->run_health() || follow_health());
+    co_await (backend_->run_health() || follow_health() || backend_->run());
     co_return;
   }
-  boost::asio::steady_timer forever(ctx_.executor, boost::asio::steady_timer::time_point::max());
-  co_await forever.async_wait(boost::asio::use_awaitable);
+  co_await backend_->run();
 }
 
 std::vector<systemd_bus::DeviceStatus> DriverComponent::health_rows(const std::vector<PublishedDevice>& devices) const {

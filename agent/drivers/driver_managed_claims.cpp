@@ -46,6 +46,12 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManag
     if (!entry) co_return with_claim(entry.error(), claim);
     co_return std::move(entry->devices);
   }
+  if (!options_.clique_pending.empty())
+    co_return with_claim(make_error(ErrorCode::kUnavailable,
+                                    "this node's NVLink clique is not known yet (" + options_.clique_pending +
+                                        "): the compute-domain driver offers no device until the fabric is "
+                                        "COMPLETED; kubelet retries"),
+                         claim);
   // Started but not completed (not ready yet, an error, a crash): prepare again over it; what the
   // first try made (label, directory, CDI spec) is written again, the same.
   co_return co_await prepare_new(std::move(claim));

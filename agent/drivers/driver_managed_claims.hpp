@@ -61,6 +61,9 @@ struct DriverManagedOptions {
   // Set when a start-up check failed (driver too old for IMEXDaemonsWithDNSNames, no channel major, a
   // fabric error, no API server): every prepare fails with it and the driver publishes no device.
   std::string refusal;
+  // Set while a GPU's NVLink fabric is still registering (the clique is not known yet): new claims fail
+  // with it and the driver publishes no device until CliqueRefresh sees the fabric COMPLETED.
+  std::string clique_pending;
 };
 
 class DriverManagedClaimHandler final : public kubelet::ClaimHandler {
@@ -76,6 +79,15 @@ class DriverManagedClaimHandler final : public kubelet::ClaimHandler {
   // Start-up: entries that never completed are unprepared (label, CDI spec, entry).
   boost::asio::awaitable<std::vector<Error>> recover();
   const std::string& refusal() const { return options_.refusal; }
+  const std::string& clique_pending() const { return options_.clique_pending; }
+  const std::string& clique_id() const { return options_.clique_id; }
+  // The node's clique as re-read (CliqueRefresh): used by the prepares that start from now on.
+  void set_clique(std::string id, int64_t caps_major, cdi::CapNode fabric_mgmt) {
+    options_.clique_id = std::move(id);
+    options_.caps_major = caps_major;
+    options_.fabric_mgmt = std::move(fabric_mgmt);
+    options_.clique_pending.clear();
+  }
   // The cache saw ComputeDomain `uid` deleted: its domain directory goes unless a daemon claim uses it.
   boost::asio::awaitable<void> domain_gone(std::string uid);
   // Once the watches have listed: domain directories of ComputeDomains that no longer exist go (what

@@ -15,7 +15,9 @@
 #include "agent/base/log.hpp"
 #include "agent/config/options.hpp"
 #include "agent/drivers/api_connection.hpp"
+#include "agent/drivers/clique_refresh.hpp"
 #include "agent/drivers/domain_cache.hpp"
+#include "agent/drivers/domain_cleanup.hpp"
 #include "agent/drivers/driver_managed_claims.hpp"
 #include "agent/drivers/node_gpus.hpp"
 #include "agent/drivers/node_labels.hpp"
@@ -77,19 +79,15 @@ boost::asio::awaitable<Result<DriverManagedOptions>> node_facts(RunContext& ctx,
   if (o.gates.enabled(config::gate::kIMEXDaemonsWithDNSNames))
     if (auto st = imex::check_dns_names_driver(model.system.driver_version); !st) co_return st.error();
   auto clique = nvml::clique_id(model, o.gates.enabled(config::gate::kCrashOnNVLinkFabricErrors));
-  if (!clique) co_return clique.error();  // upstream refuses to start on fabric errors too
-  d.clique_id = *clique;
+  // A fabric still registering is not an error (upstream #1264): served once CliqueRefresh sees it done.
+  if (!clique) d.clique_pending = nvml::fabric_registering(model);
+  if (!clique && d.clique_pending.empty()) co_return clique.error();  // upstream refuses other fabric errors too
+  d.clique_id = clique ? *clique : std::string();
   if (!d.clique_id.empty()) {
-    auto caps = co_await ctx.workers.run([root = o.host_root]() -> Result<std::pair<int64_t, cdi::CapNode>> {
-      auto m = cdi::read_char_device_major(root, cdi::kNvidiaCapsDevice);
-      if (!m) return m.error();
-      auto cap = cdi::read_cap(root, "fabric-imex-mgmt");
-      if (!cap) return cap.error();
-      return std::pair{*m, *cap};
-    });
+    auto caps = co_await ctx.workers.run([root = o.host_root] { return read_fabric_caps(root); });
     if (!caps) co_return caps.error();
-    d.caps_major = caps->first;
-    d.fabric_mgmt = caps->second;
+    d.caps_major = caps->major;
+    d.fabric_mgmt = caps->fabric_mgmt;
   }
   auto written = co_await ctx.workers.run([&o, &model, &specs] { return write_base_spec(o, model, specs); });
   if (!written) co_return written.error();
@@ -137,6 +135,13 @@ std::string refusal_of(RunContext& ctx, const Result<DriverManagedOptions>& fact
 
 }  // namespace
 
+void label_clique_learnt(DriverManagedParts& parts, const config::Options& o, const std::string& clique) {
+  if (!o.gpu_clique_label_enabled || clique.empty() || parts.clique_label || !parts.labels) return;
+  parts.clique_label = true;
+  boost::asio::co_spawn(parts.executor, keep_clique_label(parts.labels, clique),
+                        boost::asio::bind_cancellation_slot(parts.stop.slot(), boost::asio::detached));
+}
+
 boost::asio::awaitable<Result<std::unique_ptr<DriverManagedParts>>> start_driver_managed(
     RunContext& ctx, std::shared_ptr<k8s::ApiServer> claim_reader, claims::CheckpointCommitter& committer,
     cdi::FileSpecStore& specs, k8s::EventRecorder* events) {
@@ -161,12 +166,11 @@ boost::asio::awaitable<Result<std::unique_ptr<DriverManagedParts>>> start_driver
                                                                parts->cache, parts->labels.get(), events,
                                                                std::move(options));
   if (parts->cache) {
-    parts->cache->on_gone([ex = ctx.executor, handler = parts->handler.get()](const std::string& uid) {
-      boost::asio::co_spawn(ex, handler->domain_gone(uid), boost::asio::detached);
-    });
-    parts->cache->on_synced([ex = ctx.executor, handler = parts->handler.get()] {
-      boost::asio::co_spawn(ex, handler->sweep_domains(), boost::asio::detached);
-    });
+    // Queued, not spawned: DomainCleanup::run does the work inside the driver's serving scope, and
+    // ~DriverManagedParts stops the cache (dropping these callbacks) before `cleanup` goes.
+    parts->cleanup = std::make_unique<DomainCleanup>(ctx.executor);
+    parts->cache->on_gone([cleanup = parts->cleanup.get()](const std::string& uid) { cleanup->gone(uid); });
+    parts->cache->on_synced([cleanup = parts->cleanup.get()] { cleanup->sweep(); });
     parts->cache->start();
     if (o.gpu_clique_label_enabled && !clique.empty()) {
       parts->clique_label = true;
@@ -176,6 +180,12 @@ boost::asio::awaitable<Result<std::unique_ptr<DriverManagedParts>>> start_driver
   }
   for (const auto& e : co_await parts->handler->recover())
     log->warn("driver=compute-domain.nvidia.com start-up cleanup: {}, ignoring", e.describe());
+  if (!parts->handler->clique_pending().empty())
+    ctx.status.record_error("compute-domain", "channels and daemons not offered yet: " +
+                                                  parts->handler->clique_pending());
+  if (!parts->handler->clique_pending().empty())
+    log->warn("driver=compute-domain.nvidia.com channels and daemons are not offered yet: {}; re-reading the "
+              "fabric state every {} s", parts->handler->clique_pending(), kCliquePendingPeriod.count());
   log->info("driver=compute-domain.nvidia.com mode=driverManaged clique={} cliques_gate={} clique_label={}",
             clique.empty() ? "none" : clique, o.gates.enabled(config::gate::kComputeDomainCliques),
             o.gpu_clique_label_enabled);

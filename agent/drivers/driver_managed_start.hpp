@@ -19,6 +19,7 @@ class ApiServer;
 class EventRecorder;
 }  // namespace nvdra::k8s
 namespace nvdra::claims { class CheckpointCommitter; }
+namespace nvdra::config { struct Options; }
 namespace nvdra::cdi { class FileSpecStore; }
 
 namespace nvdra::drivers {
@@ -26,17 +27,23 @@ namespace nvdra::drivers {
 class ComputeDomainCache;
 class NodeLabels;
 class DriverManagedClaimHandler;
+class DomainCleanup;
 
 struct DriverManagedParts {
   std::shared_ptr<ComputeDomainCache> cache;
   std::shared_ptr<NodeLabels> labels;
   std::unique_ptr<DriverManagedClaimHandler> handler;
+  std::unique_ptr<DomainCleanup> cleanup;  // with the cache: domain directories of deleted ComputeDomains
   boost::asio::any_io_executor executor;
   boost::asio::cancellation_signal stop;  // ends the clique-label writer
   bool clique_label = false;              // --gpu-clique-label-enabled with a clique: removed at shutdown
   DriverManagedParts();
   ~DriverManagedParts();
 };
+
+// --gpu-clique-label-enabled on a node whose clique became known after start (CliqueRefresh): the
+// label, as at start. A node labelled at start keeps its label (a changed clique is not relabelled).
+void label_clique_learnt(DriverManagedParts& parts, const config::Options& o, const std::string& clique);
 
 boost::asio::awaitable<Result<std::unique_ptr<DriverManagedParts>>> start_driver_managed(
     RunContext& ctx, std::shared_ptr<k8s::ApiServer> claim_reader, claims::CheckpointCommitter& committer,

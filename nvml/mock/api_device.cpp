@@ -240,6 +240,13 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
   });
 }
 
+namespace {
+// The profile's fabric state unless a test changed it (nvdraMockSetFabricState: registration finishing).
+unsigned fabric_state(const DeviceView& v) {
+  return v.st.fabric_state >= 0 ? static_cast<unsigned>(v.st.fabric_state) : v.spec.fabric->state;
+}
+}  // namespace
+
 nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t* info) {
   return with_gpu(device, Access::kRead, [&](DeviceView& v) {
     if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
@@ -248,7 +255,7 @@ nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t
     std::memcpy(info->clusterUuid, v.spec.fabric->cluster_uuid.data(), NVML_GPU_FABRIC_UUID_LEN);
     info->status = static_cast<nvmlReturn_t>(v.spec.fabric->status);
     info->cliqueId = v.spec.fabric->clique_id;
-    info->state = static_cast<nvmlGpuFabricState_t>(v.spec.fabric->state);
+    info->state = static_cast<nvmlGpuFabricState_t>(fabric_state(v));
     return NVML_SUCCESS;
   });
 }
@@ -266,7 +273,7 @@ nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV
     std::memcpy(v2->clusterUuid, v.spec.fabric->cluster_uuid.data(), NVML_GPU_FABRIC_UUID_LEN);
     v2->status = static_cast<nvmlReturn_t>(v.spec.fabric->status);
     v2->cliqueId = v.spec.fabric->clique_id;
-    v2->state = static_cast<nvmlGpuFabricState_t>(v.spec.fabric->state);
+    v2->state = static_cast<nvmlGpuFabricState_t>(fabric_state(v));
     v2->healthMask = v.spec.fabric->health_mask;
     if (version == nvmlGpuFabricInfo_v3) info->healthSummary = static_cast<unsigned char>(v.spec.fabric->health_summary);
     return NVML_SUCCESS;

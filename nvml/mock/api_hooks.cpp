@@ -116,6 +116,10 @@ int nvdraMockSetEventsSupported(const char* uuid, int supported) {
   return with_profile_gpu(uuid, [&](GpuState& g) { g.events_supported = supported != 0; });
 }
 
+int nvdraMockSetFabricState(const char* uuid, int state) {
+  return with_profile_gpu(uuid, [&](GpuState& g) { g.fabric_state = state < 0 ? -1 : state; });
+}
+
 int nvdraMockResetState(void) {
   InitScope init;
   if (init.rc() != NVML_SUCCESS) return init.rc();

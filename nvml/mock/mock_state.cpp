@@ -36,7 +36,8 @@ std::string serialize_state(const MachineState& st) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "mig" << YAML::Value << g.mig_current << YAML::Key << "pending"
         << YAML::Value << g.mig_pending << YAML::Key << "persistence" << YAML::Value << g.persistence << YAML::Key
         << "lost" << YAML::Value << g.lost << YAML::Key << "recovery" << YAML::Value << g.recovery_action
-        << YAML::Key << "events" << YAML::Value << g.events_supported;
+        << YAML::Key << "events" << YAML::Value << g.events_supported << YAML::Key << "fabric" << YAML::Value
+        << g.fabric_state;
     out << YAML::Key << "gis" << YAML::Value << YAML::BeginSeq;
     for (const auto& gi : g.gis)
       out << YAML::BeginSeq << gi.id << gi.profile_id << gi.start << gi.size << YAML::EndSeq;
@@ -69,6 +70,7 @@ std::optional<MachineState> parse_state(const std::string& text) {
       gs.lost = g["lost"].as<bool>();
       gs.recovery_action = g["recovery"].as<unsigned>();
       gs.events_supported = g["events"].as<bool>();
+      if (g["fabric"]) gs.fabric_state = g["fabric"].as<int>();  // absent in state files written before the hook
       for (const auto& gi : g["gis"])
         gs.gis.push_back(GiRecord{gi[0].as<unsigned>(), gi[1].as<unsigned>(), gi[2].as<unsigned>(), gi[3].as<unsigned>()});
       for (const auto& ci : g["cis"])

@@ -22,6 +22,10 @@ int nvdraMockSetRecoveryAction(const char* uuid, unsigned int action);
 /* supported 0: the GPU refuses event registration (nvmlDeviceRegisterEvents NOT_SUPPORTED, as on
  * GPUs too old for events); 1 restores the profile's behaviour. Affects later registrations. */
 int nvdraMockSetEventsSupported(const char* uuid, int supported);
+/* Sets the GPU's NVLink fabric state as nvmlDeviceGetGpuFabricInfo[V] report it (nvmlGpuFabricState_t:
+ * 1 NOT_STARTED, 2 IN_PROGRESS, 3 COMPLETED), e.g. 2 then 3 for a fabric still registering at start
+ * that finishes later; a negative state restores the profile's. NOT_SUPPORTED GPUs stay so. */
+int nvdraMockSetFabricState(const char* uuid, int state);
 /* Makes the next `count` calls of the NVML function named `function` (on any device) fail with
  * `rc` and change nothing, e.g. ("nvmlDeviceCreateGpuInstanceWithPlacement", 23 INSUFFICIENT_RESOURCES,
  * 1) or ("nvmlComputeInstanceDestroy", 19 IN_USE, 2) for a GPU busy with processes. Honoured by

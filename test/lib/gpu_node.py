@@ -331,6 +331,11 @@ class SimulatedNode:
         """What NVML_FI_DEV_GET_GPU_RECOVERY_ACTION reads: 0 none, 1 GPU reset, 2 node reboot, 3 drain P2P."""
         self.mock_hook("nvdraMockSetRecoveryAction", uuid, action)
 
+    def set_fabric_state(self, uuid, state):
+        """The GPU's NVLink fabric state as NVML reports it (1 NOT_STARTED, 2 IN_PROGRESS, 3 COMPLETED); -1: the
+        profile's."""
+        self.mock_hook("nvdraMockSetFabricState", uuid, state)
+
     def set_events_supported(self, uuid, supported):
         """False: the GPU refuses event registration (NOT_SUPPORTED) from the next registration on."""
         self.mock_hook("nvdraMockSetEventsSupported", uuid, 1 if supported else 0)

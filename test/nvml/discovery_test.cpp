@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "nvml/mock/test_hooks.h"
 #include "test/nvml/mock_nvml.hpp"
 #include "test/support/prerequisite.hpp"
 
@@ -104,6 +105,26 @@ TEST(Discovery, CliqueIdStrictFailsOnAnUnfinishedFabricAndLegacySkipsThatGpu) {
   m.gpus[1].fabric->status = 1;  // completed with an error
   EXPECT_FALSE(clique_id(m, true));
   EXPECT_EQ(clique_id(m, false).value(), "9c6f5af3-53bf-49b5-a436-b66766c413c3.4026");
+}
+
+// nvdraMockSetFabricState: a fabric still registering (IN_PROGRESS) that completes later, as NVML
+// reads it on the next query; a negative state restores the profile's.
+TEST(Discovery, FabricStateChangesAtRunTimeThroughTheMockHook) {
+  MockNvml mock("gb200-nvl");
+  auto lib = mock.open();
+  const DeviceModel m = discover(*lib).value();
+  auto set_state = mock.hook<decltype(&nvdraMockSetFabricState)>("nvdraMockSetFabricState");
+  ASSERT_EQ(set_state(m.gpus[1].uuid.c_str(), 2), 0);  // NVML_GPU_FABRIC_STATE_IN_PROGRESS
+  const DeviceModel training = discover(*lib).value();
+  EXPECT_EQ(training.gpus[1].fabric->state, 2u);
+  EXPECT_EQ(training.gpus[0].fabric->state, 3u);
+  EXPECT_FALSE(clique_id(training, true));
+  ASSERT_EQ(set_state(m.gpus[1].uuid.c_str(), 3), 0);
+  EXPECT_EQ(clique_id(discover(*lib).value(), true).value(), "9c6f5af3-53bf-49b5-a436-b66766c413c3.4026");
+  ASSERT_EQ(set_state(m.gpus[1].uuid.c_str(), 2), 0);
+  ASSERT_EQ(set_state(m.gpus[1].uuid.c_str(), -1), 0);
+  EXPECT_EQ(discover(*lib).value().gpus[1].fabric->state, 3u);
+  EXPECT_NE(set_state("GPU-no-such", 2), 0);
 }
 
 TEST(Discovery, L4IsNotMigCapableAndHasNoFabric) {

@@ -121,6 +121,22 @@ class DaemonClaims(DriverManaged):
         self.assertEqual(self.unprepare(claim), "")
         self.assertFalse(os.path.exists(domain_dir))
 
+    def test_domain_deleted_while_the_agent_shuts_down(self):
+        """The removal runs inside the driver's serving scope (DomainCleanup), not detached: SIGTERM right
+        after the deletion ends it before the claim handler goes (under ASan a use after free would fail
+        the exit status), and the next start's sweep removes what shutdown left."""
+        claim = self.daemon_claim("daemon-s")
+        self.assertEqual(self.answer(claim)["error"], "")
+        self.assertEqual(self.unprepare(claim), "")
+        domain_dir = os.path.join(self.node.dirs.plugins, CD, "domains", self.domain)
+        self.node.api.delete_matching(GV, "computedomains")
+        self.assertEqual(self.node.stop(), 0)
+        left = os.path.exists(domain_dir)
+        self.node.start()
+        if left:
+            self.node.wait_log(rf"domain={self.domain} deleted: removed its domain directory")
+        self.assertFalse(os.path.exists(domain_dir))
+
     def test_stale_directories_go_at_start(self):
         stale = os.path.join(self.node.dirs.plugins, CD, "domains", "5a1e0000-0000-4000-8000-000000000001")
         os.makedirs(stale)
@@ -333,6 +349,37 @@ class OldDriver(DriverManaged):
         self.node.wait_log(re.escape("IMEXDaemonsWithDNSNames feature requires GPU driver version >= 570.158.01, "
                                      "but found 570.148.08"))
         self.assertEqual(self.node.published(CD), {})
+
+
+class FabricRegistering(DriverManaged):
+    """Issue #30 point 6 (upstream #1264): one GPU's NVLink fabric still IN_PROGRESS at start. The driver
+    serves (no crash loop), offers nothing and says why, re-reads the fabric every few seconds and
+    publishes and serves channels once it is COMPLETED, without a restart."""
+    gpu = "GPU-2c7d9e41-5b6a-4f3e-a1d2-3e4f5a6b7c02"  # gb200-nvl's second GPU
+
+    def setUp(self):
+        self.node = SimulatedNode(profile=self.profile, args=["--controller=false"])
+        self.addCleanup(self.node.cleanup)
+        self.node.set_fabric_state(self.gpu, 2)  # NVML_GPU_FABRIC_STATE_IN_PROGRESS
+        self.node.start()
+        self.domain = self.make_domain("train-f", "default")
+
+    def clique(self):
+        return self.node.wait_log(r"NVLink clique now (\S+) \(was none\)").group(1)
+
+    def test_channels_served_once_the_fabric_completes(self):
+        why = rf"GPU {self.gpu}: NVLink fabric state IN_PROGRESS, still registering"
+        self.node.wait_log(rf"channels and daemons are not offered yet: {why}")
+        self.node.wait_published(lambda d: d == {}, driver=CD)
+        answer = self.answer(self.channel_claim("pod-f1"))
+        self.assertRegex(answer["error"], rf"NVLink clique is not known yet \({why}")
+        self.node.set_fabric_state(self.gpu, 3)  # registration finishes
+        self.node.wait_log(r"NVLink clique now (\S+) \(was none\): claims prepared from now on use it")
+        self.node.wait_published(lambda d: sorted(d) == ["channel-0", "daemon-0"], driver=CD)
+        self.daemon_ready(self.domain)
+        self.assertEqual(self.answer(self.channel_claim("pod-f2"))["error"], "")
+        self.assertIsNotNone(self.node.proc)
+        self.assertIsNone(self.node.proc.poll(), "the agent kept running (no restart)")
 
 
 if __name__ == "__main__":

@@ -68,6 +68,7 @@ class ComputeDomainScenarios(unittest.TestCase):
     check = "warn"
     gates = "HostManagedIMEX=true"  # nvdra's spelling of host-managed IMEX
     mode_args = ()
+    registering = None  # a GPU whose NVLink fabric is still IN_PROGRESS at start
 
     def setUp(self):
         self.bus = PrivateDbus(POLICY)
@@ -79,6 +80,8 @@ class ComputeDomainScenarios(unittest.TestCase):
                              args=["--controller=false", "--imex-check", self.check, "--imex-isolation=domain",
                                    *self.mode_args, "--http-endpoint=127.0.0.1:0"])
         self.addCleanup(self.node.cleanup)
+        if self.registering:
+            self.node.set_fabric_state(self.registering, 2)  # NVML_GPU_FABRIC_STATE_IN_PROGRESS at start
         self.node.start()
         cd = self.node.api.put_object({
             "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
@@ -266,6 +269,22 @@ class NoClique(ComputeDomainScenarios):
         self.assertIn("host-managed IMEX requires an NVLink clique on this node; NVML reports none", error)
         self.assertIn("permanent", error)
         self.assert_clean()
+
+
+class FabricRegistering(ComputeDomainScenarios):
+    """Issue #30 point 6 in HostManagedIMEX mode: channel claims fail naming the fabric state while a GPU
+    registers, and succeed once it is COMPLETED, without a restart (the clique is re-read every 5 s)."""
+    registering = "GPU-2c7d9e41-5b6a-4f3e-a1d2-3e4f5a6b7c02"  # gb200-nvl's second GPU
+
+    def test_channel_claims_served_once_the_fabric_completes(self):
+        error = self.prepare_error(self.channel_claim("pod-a"))
+        self.assertIn(f"GPU {self.registering}: NVLink fabric state 2 is not COMPLETED (3)", error)
+        self.node.set_fabric_state(self.registering, 3)
+        self.wait_log(r"NVLink clique now \S+ \(was none\)")
+        claim = self.channel_claim("pod-b")
+        self.assertEqual(self.cd().prepare([claim])[claim.uid]["error"], "")
+        self.assertIsNone(self.node.proc.poll(), "the agent kept running (no restart)")
+        self.cd().unprepare([claim])
 
 
 if __name__ == "__main__":
