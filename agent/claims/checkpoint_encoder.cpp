@@ -25,32 +25,13 @@ std::string member(const std::string& uid, json::object value) {
   return text.substr(1, text.size() - 2);
 }
 
-// Go struct field order of upstream's PreparedClaim (v2), as encode_checkpoint writes it.
-json::object v2_value(const CheckpointedClaim& c) {
-  json::object o;
-  o["checkpointState"] = to_string(c.state);
-  o["status"] = c.status;
-  if (!c.prepared_devices.empty()) o["preparedDevices"] = c.prepared_devices;
-  if (!c.name.empty()) o["name"] = c.name;
-  if (!c.ns.empty()) o["namespace"] = c.ns;
-  if (!c.aborted_at.empty()) o["abortedAt"] = c.aborted_at;
-  return o;
-}
-
-json::object v1_value(const CheckpointedClaim& c) {
-  json::object o;
-  o["status"] = c.status;
-  if (!c.prepared_devices.empty()) o["preparedDevices"] = c.prepared_devices;
-  return o;
-}
-
 }  // namespace
 
 void CheckpointEncoder::refresh(const Checkpoint& cp, const std::vector<std::string>* changed) {
   auto encode_one = [this](const std::string& uid, const CheckpointedClaim& c) {
     Entry e;
-    e.v2.bytes = member(uid, v2_value(c));
-    if (c.state == ClaimState::kPrepareCompleted) e.v1.bytes = member(uid, v1_value(c));
+    e.v2.bytes = member(uid, encode_claim_v2(c));
+    if (c.state == ClaimState::kPrepareCompleted) e.v1.bytes = member(uid, encode_claim_v1(c));
     members_.insert_or_assign(uid, std::move(e));
   };
   if (changed) {

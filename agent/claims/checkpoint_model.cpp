@@ -14,27 +14,11 @@ Error corrupt(const std::string& path, const std::string& why) {
   return Error{ErrorCode::kFailedPrecondition, "checkpoint " + path + " is corrupt: " + why, {}, path};
 }
 
-// Go struct field order of upstream's PreparedClaim (v2): checkpointState, status,
-// preparedDevices, name, namespace, abortedAt; all but status omit-empty.
-json::object encode_claim_v2(const CheckpointedClaim& c, const json::storage_ptr& sp) {
-  json::object o(sp);
-  o["checkpointState"] = to_string(c.state);
-  o["status"] = c.status;
-  if (!c.prepared_devices.empty()) o["preparedDevices"] = c.prepared_devices;
-  if (!c.name.empty()) o["name"] = c.name;
-  if (!c.ns.empty()) o["namespace"] = c.ns;
-  if (!c.aborted_at.empty()) o["abortedAt"] = c.aborted_at;
-  return o;
-}
-
 json::object encode_v1(const Checkpoint& cp, const json::storage_ptr& sp) {
   json::object claims(sp);
   for (const auto& [uid, c] : cp.claims) {
     if (c.state != ClaimState::kPrepareCompleted) continue;  // v1 knows only completed claims
-    json::object o(sp);
-    o["status"] = c.status;
-    if (!c.prepared_devices.empty()) o["preparedDevices"] = c.prepared_devices;
-    claims[uid] = std::move(o);
+    claims[uid] = encode_claim_v1(c, sp);
   }
   json::object v1(sp);
   if (!claims.empty()) v1["preparedClaims"] = std::move(claims);
@@ -106,6 +90,28 @@ Result<CheckpointedClaim> decode_claim(const std::string& uid, const json::value
 }
 
 }  // namespace
+
+// Go struct field order of upstream's PreparedClaim (v2): checkpointState, status,
+// preparedDevices, name, namespace, abortedAt; all but status omit-empty.
+json::object encode_claim_v2(const CheckpointedClaim& c, const json::storage_ptr& sp) {
+  json::object o(sp);
+  o["checkpointState"] = to_string(c.state);
+  o["status"] = c.status;
+  if (!c.prepared_devices.empty()) o["preparedDevices"] = c.prepared_devices;
+  if (!c.name.empty()) o["name"] = c.name;
+  if (!c.ns.empty()) o["namespace"] = c.ns;
+  if (!c.aborted_at.empty()) o["abortedAt"] = c.aborted_at;
+  return o;
+}
+
+// Upstream's v1 PreparedClaim: status, preparedDevices (omit-empty).
+json::object encode_claim_v1(const CheckpointedClaim& c, const json::storage_ptr& sp) {
+  json::object o(sp);
+  o["status"] = c.status;
+  if (!c.prepared_devices.empty()) o["preparedDevices"] = c.prepared_devices;
+  return o;
+}
+
 
 std::string_view to_string(ClaimState state) {
   switch (state) {

@@ -46,6 +46,11 @@ struct Checkpoint {
 // The file's bytes: compact JSON with both checksums set and the v1 mirror of completed claims.
 std::string encode_checkpoint(const Checkpoint& checkpoint);
 
+// One claim's value in the file, as upstream's Go structs write it: v2 (every state) and the v1 mirror
+// (completed claims only). encode_checkpoint and CheckpointEncoder both build on these.
+boost::json::object encode_claim_v2(const CheckpointedClaim& c, const boost::json::storage_ptr& sp = {});
+boost::json::object encode_claim_v1(const CheckpointedClaim& c, const boost::json::storage_ptr& sp = {});
+
 // Parses and verifies a file's bytes. A parse error, a missing or wrong checksum, or an unknown
 // claim state is kFailedPrecondition naming `path` (for messages only); so is a top-level key
 // other than checksum, v1 and v2 (a newer writer's format), with field "version". Reads v2 when present,

@@ -10,6 +10,7 @@
 #include "agent/base/log.hpp"
 #include "agent/claims/config_resolver.hpp"
 #include "agent/claims/prepared_claim.hpp"
+#include "agent/drivers/domain_groups.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "cdi/naming.hpp"
 #include "cdi/spec_builder.hpp"
@@ -60,17 +61,7 @@ Result<std::vector<kubelet::PreparedDevice>> decode_groups(const json::array& gr
       const auto* ch = e.is_object() ? e.as_object().if_contains("channel") : nullptr;
       const auto* dev = ch && ch->is_object() ? ch->as_object().if_contains("device") : nullptr;
       if (!dev || !dev->is_object()) return bad("no channel device");
-      const auto& o = dev->as_object();
-      kubelet::PreparedDevice d;
-      if (const auto* r = o.if_contains("Requests"); r && r->is_array())
-        for (const auto& v : r->as_array())
-          if (v.is_string()) d.request_names.push_back(claims::base_request(std::string(v.as_string())));
-      if (const auto* v = o.if_contains("PoolName"); v && v->is_string()) d.pool_name = v->as_string();
-      if (const auto* v = o.if_contains("DeviceName"); v && v->is_string()) d.device_name = v->as_string();
-      if (const auto* v = o.if_contains("CDIDeviceIDs"); v && v->is_array())
-        for (const auto& id : v->as_array())
-          if (id.is_string()) d.cdi_device_ids.emplace_back(id.as_string());
-      out.push_back(std::move(d));
+      out.push_back(prepared_device_of(dev->as_object()));
     }
   }
   return out;

@@ -23,9 +23,7 @@ json::array encode_domain_groups(DomainDeviceKind kind, const kubelet::PreparedD
   return json::array{json::object{{"devices", json::array{std::move(entry)}}, {"configState", std::move(state)}}};
 }
 
-namespace {
-
-kubelet::PreparedDevice device_of(const json::object& o) {
+kubelet::PreparedDevice prepared_device_of(const json::object& o) {
   kubelet::PreparedDevice d;
   if (const auto* r = o.if_contains("Requests"); r && r->is_array())
     for (const auto& v : r->as_array())
@@ -37,8 +35,6 @@ kubelet::PreparedDevice device_of(const json::object& o) {
       if (id.is_string()) d.cdi_device_ids.emplace_back(id.as_string());
   return d;
 }
-
-}  // namespace
 
 Result<DomainEntry> decode_domain_groups(const json::array& groups, const std::string& claim) {
   DomainEntry out;
@@ -62,7 +58,7 @@ Result<DomainEntry> decode_domain_groups(const json::array& groups, const std::s
         const auto* dev = held && held->is_object() ? held->as_object().if_contains("device") : nullptr;
         if (!dev || !dev->is_object()) continue;
         out.kind = kind;
-        out.devices.push_back(device_of(dev->as_object()));
+        out.devices.push_back(prepared_device_of(dev->as_object()));
       }
     }
   }

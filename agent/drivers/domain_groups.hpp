@@ -4,6 +4,7 @@
 // "channel","ComputeDomain":uid}} and the same with "daemon" holding the device. Host-managed
 // channel entries have the channel form, so either mode reads the other's entries.
 #include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 
 #include <string>
 #include <vector>
@@ -20,6 +21,10 @@ struct DomainEntry {
   std::string domain;  // configState.ComputeDomain ("" when absent)
   std::vector<kubelet::PreparedDevice> devices;
 };
+
+// One device of a group as both plugins' checkpoints write it ({"Requests","PoolName","DeviceName",
+// "CDIDeviceIDs"}); fields of another type are left empty.
+kubelet::PreparedDevice prepared_device_of(const boost::json::object& o);
 
 boost::json::array encode_domain_groups(DomainDeviceKind kind, const kubelet::PreparedDevice& device,
                                         const std::string& request, const std::string& domain);
