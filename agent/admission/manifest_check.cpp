@@ -43,19 +43,24 @@ boost::json::value scalar(const YAML::Node& node) {
 constexpr std::size_t kMaxValues = 1'000'000;
 
 struct TooManyValues {};
+// Deeper than any manifest and than simdjson reads later (1024); a YAML alias inside its own anchor
+// ("&b [*b]") is a cycle that would otherwise recurse until the stack ends.
+constexpr std::size_t kMaxDepth = 512;
+struct TooDeep {};
 
-boost::json::value to_json(const YAML::Node& node, std::size_t& budget) {
+boost::json::value to_json(const YAML::Node& node, std::size_t& budget, std::size_t depth = 0) {
   if (budget == 0) throw TooManyValues{};
+  if (depth > kMaxDepth) throw TooDeep{};
   --budget;
   switch (node.Type()) {
     case YAML::NodeType::Map: {
       boost::json::object out;
-      for (const auto& kv : node) out[kv.first.as<std::string>()] = to_json(kv.second, budget);
+      for (const auto& kv : node) out[kv.first.as<std::string>()] = to_json(kv.second, budget, depth + 1);
       return out;
     }
     case YAML::NodeType::Sequence: {
       boost::json::array out;
-      for (const auto& item : node) out.push_back(to_json(item, budget));
+      for (const auto& item : node) out.push_back(to_json(item, budget, depth + 1));
       return out;
     }
     case YAML::NodeType::Scalar: return scalar(node);
@@ -118,12 +123,41 @@ std::string describe(const boost::json::value& doc) {
   return out;
 }
 
+
+// The stream's documents, split as kubectl splits them (a line that is "---" and blanks ends a
+// document), each parsed on its own. Not YAML::LoadAll: yaml-cpp 0.7 loops without end, allocating,
+// on a flow collection followed by a comma ("{a: b},\n c"), which the fuzzer found.
+std::vector<YAML::Node> load_documents(std::string_view text) {
+  std::vector<YAML::Node> docs;
+  std::string current;
+  auto flush = [&](bool separator) {
+    auto doc = YAML::Load(current);
+    current.clear();
+    // A "---" before any content (comments at most) opens the first document; it ends none.
+    if (separator && docs.empty() && doc.IsNull()) return;
+    docs.push_back(std::move(doc));
+  };
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    const auto line = text.substr(0, end == std::string_view::npos ? text.size() : end + 1);
+    text.remove_prefix(line.size());
+    const auto rest = line.substr(std::min<std::size_t>(3, line.size()));
+    if (line.starts_with("---") && rest.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+      flush(true);
+    } else {
+      current.append(line);
+    }
+  }
+  flush(false);
+  return docs;
+}
+
 }  // namespace
 
 Result<ManifestReport> check_manifests(std::string_view text, const claims::ConfigGates& gates) {
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    docs = load_documents(text);
   } catch (const YAML::Exception& e) {
     return Error{ErrorCode::kInvalidArgument, "not YAML or JSON: " + std::string(e.what())};
   }
@@ -136,6 +170,9 @@ Result<ManifestReport> check_manifests(std::string_view text, const claims::Conf
     try {
       std::size_t budget = kMaxValues;
       json = to_json(docs[i], budget);
+    } catch (const TooDeep&) {
+      return Error{ErrorCode::kInvalidArgument, "document " + std::to_string(i + 1) + " nests deeper than " +
+                                                    std::to_string(kMaxDepth) + " levels (a YAML alias inside its own anchor?)"};
     } catch (const TooManyValues&) {
       return Error{ErrorCode::kInvalidArgument, "document " + std::to_string(i + 1) + " expands to more than " +
                                                     std::to_string(kMaxValues) + " values (YAML aliases?)"};
