@@ -37,7 +37,7 @@ namespace nvdra::drivers {
 DriverManagedParts::DriverManagedParts() = default;
 DriverManagedParts::~DriverManagedParts() {
   if (cache) cache->stop();
-  stop.emit(boost::asio::cancellation_type::terminal);
+  stop->emit(boost::asio::cancellation_type::terminal);
   // Upstream removes its clique label at shutdown; the patch goes out while the agent drains.
   if (clique_label && labels)
     boost::asio::co_spawn(executor, [l = labels]() -> boost::asio::awaitable<void> {
@@ -139,7 +139,8 @@ void label_clique_learnt(DriverManagedParts& parts, const config::Options& o, co
   if (!o.gpu_clique_label_enabled || clique.empty() || parts.clique_label || !parts.labels) return;
   parts.clique_label = true;
   boost::asio::co_spawn(parts.executor, keep_clique_label(parts.labels, clique),
-                        boost::asio::bind_cancellation_slot(parts.stop.slot(), boost::asio::detached));
+                        boost::asio::bind_cancellation_slot(parts.stop->slot(),
+                                                            [keep = parts.stop](std::exception_ptr) {}));
 }
 
 boost::asio::awaitable<Result<std::unique_ptr<DriverManagedParts>>> start_driver_managed(
@@ -175,7 +176,8 @@ boost::asio::awaitable<Result<std::unique_ptr<DriverManagedParts>>> start_driver
     if (o.gpu_clique_label_enabled && !clique.empty()) {
       parts->clique_label = true;
       boost::asio::co_spawn(ctx.executor, keep_clique_label(parts->labels, clique),
-                            boost::asio::bind_cancellation_slot(parts->stop.slot(), boost::asio::detached));
+                            boost::asio::bind_cancellation_slot(parts->stop->slot(),
+                                                                [keep = parts->stop](std::exception_ptr) {}));
     }
   }
   for (const auto& e : co_await parts->handler->recover())

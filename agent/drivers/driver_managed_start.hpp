@@ -35,7 +35,9 @@ struct DriverManagedParts {
   std::unique_ptr<DriverManagedClaimHandler> handler;
   std::unique_ptr<DomainCleanup> cleanup;  // with the cache: domain directories of deleted ComputeDomains
   boost::asio::any_io_executor executor;
-  boost::asio::cancellation_signal stop;  // ends the clique-label writer
+  // Ends the clique-label writer. Shared with the writer's completion handler: a writer still in
+  // flight when these parts go must not find its cancellation slot destroyed under it.
+  std::shared_ptr<boost::asio::cancellation_signal> stop = std::make_shared<boost::asio::cancellation_signal>();
   bool clique_label = false;              // --gpu-clique-label-enabled with a clique: removed at shutdown
   DriverManagedParts();
   ~DriverManagedParts();
