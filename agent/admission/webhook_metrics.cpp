@@ -89,17 +89,6 @@ void WebhookMetrics::scrape_finished(int http_status) {
   f_->scrapes.Add({{"code", std::to_string(http_status)}}).Increment();
 }
 
-std::string WebhookMetrics::render() const {
-  auto families = registry_->Collect();
-  std::erase_if(families, [](const prometheus::MetricFamily& f) { return f.metric.empty(); });
-  auto process = metrics::collect_process_metrics(start_time_seconds_);
-  families.insert(families.end(), std::make_move_iterator(process.begin()), std::make_move_iterator(process.end()));
-  std::sort(families.begin(), families.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-  for (auto& f : families)
-    std::sort(f.metric.begin(), f.metric.end(), [](const auto& a, const auto& b) { return a.label < b.label; });
-  std::ostringstream out;
-  prometheus::TextSerializer().Serialize(out, families);
-  return std::move(out).str();
-}
+std::string WebhookMetrics::render() const { return metrics::render_page(*registry_, start_time_seconds_); }
 
 }  // namespace nvdra::admission

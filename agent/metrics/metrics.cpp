@@ -259,20 +259,6 @@ void Metrics::scrape_finished(int http_status) {
   f_->scrapes.Add({{"code", std::to_string(http_status)}}).Increment();
 }
 
-std::string Metrics::render() const {
-  auto families = registry_->Collect();
-  // A family without series (no error of that kind yet) is left off the page, as Go's client does.
-  std::erase_if(families, [](const prometheus::MetricFamily& f) { return f.metric.empty(); });
-  auto process = collect_process_metrics(start_time_seconds_);
-  families.insert(families.end(), std::make_move_iterator(process.begin()), std::make_move_iterator(process.end()));
-  // Go's client orders families by name and series by label values; so does this page, so two
-  // scrapes (and nvdra's and upstream's pages) diff line by line.
-  std::sort(families.begin(), families.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-  for (auto& f : families)
-    std::sort(f.metric.begin(), f.metric.end(), [](const auto& a, const auto& b) { return a.label < b.label; });
-  std::ostringstream out;
-  prometheus::TextSerializer().Serialize(out, families);
-  return std::move(out).str();
-}
+std::string Metrics::render() const { return render_page(*registry_, start_time_seconds_); }
 
 }  // namespace nvdra::metrics

@@ -1,5 +1,11 @@
 #include "agent/metrics/process_metrics.hpp"
 
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <iterator>
+#include <sstream>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -128,6 +134,22 @@ std::vector<prometheus::MetricFamily> collect_process_metrics(double start_time_
     out.push_back(gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
                         start_time_seconds));
   return out;
+}
+
+std::string render_page(const prometheus::Registry& registry, double start_time_seconds) {
+  auto families = registry.Collect();
+  // A family without series (no error of that kind yet) is left off the page, as Go's client does.
+  std::erase_if(families, [](const prometheus::MetricFamily& f) { return f.metric.empty(); });
+  auto process = collect_process_metrics(start_time_seconds);
+  families.insert(families.end(), std::make_move_iterator(process.begin()), std::make_move_iterator(process.end()));
+  // Go's client orders families by name and series by label values; so does this page, so two
+  // scrapes (and nvdra's and upstream's pages) diff line by line.
+  std::sort(families.begin(), families.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  for (auto& f : families)
+    std::sort(f.metric.begin(), f.metric.end(), [](const auto& a, const auto& b) { return a.label < b.label; });
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return std::move(out).str();
 }
 
 }  // namespace nvdra::metrics

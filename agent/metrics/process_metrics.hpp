@@ -6,10 +6,12 @@
 // The start time never changes and is computed once (it needs /proc/stat's btime).
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
 
 namespace nvdra::metrics {
 
@@ -30,5 +32,9 @@ std::optional<int64_t> parse_boot_time(std::string_view proc_stat);
 double process_start_time_seconds();
 // The six process_* families for this process now; a value /proc cannot give is left out.
 std::vector<prometheus::MetricFamily> collect_process_metrics(double start_time_seconds);
+
+// The exposition page of `registry` plus the process_* families, as Go's client renders it: families
+// without series left off, families by name and series by label values (two scrapes diff line by line).
+std::string render_page(const prometheus::Registry& registry, double start_time_seconds);
 
 }  // namespace nvdra::metrics
