@@ -201,6 +201,13 @@ class WebhookViaApiServer(unittest.TestCase):
         self.assertIn('failed calling webhook "gpu.nvidia.com"', body["message"])
         self.assertIn("timed out", body["message"])
 
+    def test_a_configuration_field_the_double_does_not_implement_is_refused_by_name(self):
+        selector = copy.deepcopy(self.vwc)
+        selector["webhooks"][0]["namespaceSelector"] = {"matchLabels": {"a": "b"}}
+        with self.assertRaisesRegex(ValueError, r"nvdra-webhook\.webhooks\[0\]: the API double does not "
+                                                r"implement namespaceSelector"):
+            self.start_double("selector", "https://127.0.0.1:1", selector)
+
     def test_writes_the_rules_do_not_match_call_no_webhook(self):
         sent = len(self.double.admission.reviews)
         node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
