@@ -83,12 +83,12 @@ class WebhookViaApiServer(unittest.TestCase):
         cls.webhook.kill()
         shutil.rmtree(cls.dir, ignore_errors=True)
 
-    def send(self, double, method, obj, plural, name=""):
+    def send(self, double, method, obj, plural, name="", content_type="application/json"):
         """One request over the double's HTTPS API with its token, as kubectl sends it."""
         ctx = ssl.create_default_context(cafile=double.ca_file)
         conn = http.client.HTTPSConnection("127.0.0.1", double.port, context=ctx, timeout=60)
         path = f"/apis/{obj['apiVersion']}/namespaces/default/{plural}" + (f"/{name}" if name else "")
-        conn.request(method, path, json.dumps(obj), {"Content-Type": "application/json",
+        conn.request(method, path, json.dumps(obj), {"Content-Type": content_type,
                                                      "Authorization": "Bearer test-token"})
         res = conn.getresponse()
         body = json.loads(res.read())
@@ -147,6 +147,11 @@ class WebhookViaApiServer(unittest.TestCase):
                 review, _ = self.double.admission.reviews[-1]
                 self.assertEqual(review["request"]["operation"], "UPDATE")
                 self.assertEqual(review["request"]["oldObject"], stored)
+                patch = {"spec": {"devices": {"config": [BAD]}}}
+                code, body = self.send(self.double, "PATCH", dict(patch, apiVersion=stored["apiVersion"]),
+                                       "resourceclaims", "upd", "application/merge-patch+json")
+                self.assertEqual(code, 400, body)
+                self.assertEqual(self.double.admission.reviews[-1][0]["request"]["oldObject"], stored)
                 kept = self.double.objects(f"resource.k8s.io/{version}", "resourceclaims", "metadata.name=upd")
                 self.assertEqual(kept, [stored])
 
