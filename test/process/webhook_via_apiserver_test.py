@@ -212,6 +212,9 @@ class WebhookViaApiServer(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"nvdra-webhook\.webhooks\[0\]: the API double does not "
                                                 r"implement namespaceSelector"):
             self.start_double("selector", "https://127.0.0.1:1", selector)
+        shipped = next(o for o in render("gpu-webhook-secret") if o["kind"] == "ValidatingWebhookConfiguration")
+        with self.assertRaisesRegex(ValueError, r"webhooks\[0\]\.clientConfig\.caBundle: not base64"):
+            self.start_double("placeholder", "https://127.0.0.1:1", shipped)  # the overlay's placeholder
 
     def test_writes_the_rules_do_not_match_call_no_webhook(self):
         sent = len(self.double.admission.reviews)

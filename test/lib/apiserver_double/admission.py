@@ -49,7 +49,13 @@ def check_configuration(config):
             raise ValueError(f"{where}.sideEffects: must be None or NoneOnDryRun")
         if hook.get("failurePolicy", "Fail") not in ("Fail", "Ignore"):
             raise ValueError(f"{where}.failurePolicy: must be Fail or Ignore")
-        base64.b64decode(hook["clientConfig"].get("caBundle", ""), validate=True)
+        client = hook.get("clientConfig") or {}
+        if ("url" in client) == ("service" in client):
+            raise ValueError(f"{where}.clientConfig: exactly one of url or service is required")
+        try:
+            base64.b64decode(client.get("caBundle", ""), validate=True)
+        except ValueError as e:
+            raise ValueError(f"{where}.clientConfig.caBundle: not base64 ({e})") from e
     return hooks
 
 
