@@ -1,8 +1,8 @@
 """nvdra-webhook called by the API double as kube-apiserver calls it: the ValidatingWebhookConfiguration
 the gpu-webhook-secret overlay ships (its caBundle replaced by the test CA's, its Service mapped to the
 test's webhook), and ResourceClaims and ResourceClaimTemplates created and updated over the double's
-HTTPS API as kubectl would, in resource.k8s.io v1 and v1beta2 (the double has no v1beta1 document to
-validate against, so it serves no v1beta1). A bad GpuConfig is refused with the webhook's message and
+HTTPS API as kubectl would, in resource.k8s.io v1, v1beta1 (its requests flat, without `exactly`) and
+v1beta2, each validated against its own schemas. A bad GpuConfig is refused with the webhook's message and
 not stored; a good GpuConfig, a VfioDeviceConfig and a compute-domain channel config are created; with
 the webhook down, failurePolicy Fail refuses naming the webhook and Ignore lets the claim in."""
 import base64
@@ -24,7 +24,7 @@ from kustomize import render  # noqa: E402
 from webhook_process import WebhookProcess  # noqa: E402
 
 GATES = "TimeSlicingSettings=true,MPSSupport=true,PassthroughSupport=true,FabricTopologySupport=true"
-VERSIONS = ("v1", "v1beta2")
+VERSIONS = ("v1", "v1beta1", "v1beta2")
 PLURALS = ("resourceclaims", "resourceclaimtemplates")
 DENIED = 'admission webhook "gpu.nvidia.com" denied the request: '
 
@@ -44,8 +44,10 @@ BAD = config("gpu.nvidia.com", "GpuConfig", sharingPolicy="MPS")
 
 
 def claim(version, plural, name, cfg, device_class="gpu.nvidia.com"):
-    spec = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}],
-                        "config": [cfg]}}
+    # v1beta1 has the request's fields inline; v1beta2 and v1 put them under `exactly`.
+    request = {"name": "gpu", "deviceClassName": device_class} if version == "v1beta1" else \
+        {"name": "gpu", "exactly": {"deviceClassName": device_class}}
+    spec = {"devices": {"requests": [request], "config": [cfg]}}
     template = plural == "resourceclaimtemplates"
     return {"apiVersion": f"resource.k8s.io/{version}",
             "kind": "ResourceClaimTemplate" if template else "ResourceClaim",
@@ -75,7 +77,7 @@ class WebhookViaApiServer(unittest.TestCase):
     def start_double(cls, name, url, vwc):
         os.makedirs(os.path.join(cls.dir, name))
         return start_in(os.path.join(cls.dir, name), webhooks=[vwc], webhook_services={cls.service: url},
-                        claim_versions=("v1beta2",))
+                        claim_versions=("v1beta1", "v1beta2"))
 
     @classmethod
     def tearDownClass(cls):
@@ -107,7 +109,8 @@ class WebhookViaApiServer(unittest.TestCase):
                     spec = "spec" if plural == "resourceclaims" else "spec.spec"
                     self.assertTrue(body["message"].startswith(
                         f"{DENIED}1 configs failed to validate: error decoding object at {spec}.devices.config[0]"
-                        '.opaque.parameters: strict decoding error: unknown field "sharingPolicy"'), body)
+                        '.opaque.parameters: strict decoding error: unknown field "sharingPolicy"; allowed fields: '
+                        "apiVersion, kind, sharing, fabricTopologyConfig"), body)
                     self.assertEqual(self.double.objects(f"resource.k8s.io/{version}", plural, "metadata.name=bad"),
                                      [], "stored")
 
@@ -132,6 +135,19 @@ class WebhookViaApiServer(unittest.TestCase):
                         self.assertEqual(req["kind"]["kind"], body["kind"])
                         self.assertEqual(req["object"]["spec"], body["spec"])
                         self.assertIsNone(req["oldObject"])
+
+    def test_each_version_is_validated_against_its_own_schema_before_any_review(self):
+        # v1beta1 requests are flat: v1's `exactly` is an unknown field there, and v1beta1's deviceClassName
+        # one in v1 (strict field validation: 400); neither write reaches the webhook.
+        for version, other, field in (("v1beta1", "v1", "exactly"), ("v1", "v1beta1", "deviceClassName")):
+            with self.subTest(version=version):
+                sent = len(self.double.admission.reviews)
+                obj = dict(claim(other, "resourceclaims", "shape", GOOD["gpu-config"][1]),
+                           apiVersion=f"resource.k8s.io/{version}")
+                code, body = self.send(self.double, "POST", obj, "resourceclaims")
+                self.assertEqual((code, body["reason"]), (400, "BadRequest"), body)
+                self.assertIn(f'unknown field "spec.devices.requests[0].{field}"', body["message"])
+                self.assertEqual(len(self.double.admission.reviews), sent)
 
     def test_an_update_to_a_bad_config_is_refused_and_the_old_object_sent(self):
         for version in VERSIONS:

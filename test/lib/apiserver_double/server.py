@@ -198,7 +198,7 @@ class ApiServerDouble:
     def put_object(self, obj):
         """Seeds an object (Node, ResourceClaim with status) after validating it."""
         gv, kind = obj["apiVersion"], obj["kind"]
-        plural = next(p for (g, p), (k, _) in RESOURCES.items() if g == gv and k == kind)
+        plural = next(p for (g, p), (k, _) in self.resources.items() if g == gv and k == kind)
         problems = (self.validate_write(gv, kind, obj) if self.crd_validator.handles(gv, kind)
                     else self.validator.validate(gv, kind, obj))
         if problems:
