@@ -6,7 +6,7 @@
 #include "agent/base/crash_point.hpp"
 #include "agent/base/log.hpp"
 #include "agent/base/step_clock.hpp"
-#include "agent/claims/device_exclusivity.hpp"
+#include "agent/claims/claim/device_exclusivity.hpp"
 #include "agent/claims/gpu_claim_support.hpp"
 #include "agent/claims/steps/gpu_step_list.hpp"
 #include "agent/runtime/worker_pool.hpp"

@@ -5,7 +5,7 @@
 // owns <area>.unprepare.after-mig-destroy. Start-up: dynamic_mig_recovery.cpp reconciles the
 // GPUs' MIG devices with every entry at once (orphans, recreations), not claim by claim.
 #include "agent/base/crash_point.hpp"
-#include "agent/claims/checkpoint_committer.hpp"
+#include "agent/claims/checkpoint/checkpoint_committer.hpp"
 #include "agent/claims/steps/gpu_step_list.hpp"
 
 namespace nvdra::claims {

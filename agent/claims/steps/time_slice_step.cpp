@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "agent/base/crash_point.hpp"
-#include "agent/claims/checkpoint_committer.hpp"
+#include "agent/claims/checkpoint/checkpoint_committer.hpp"
 #include "agent/claims/steps/gpu_step_list.hpp"
 #include "agent/runtime/worker_pool.hpp"
 
