@@ -2,7 +2,9 @@
 // GpuPrepare — the per-claim state the gpu.nvidia.com steps share (claim_step.hpp), and GpuServices,
 // the node's parts they act through. The handler (gpu_claim_handler.cpp) fills the plan (groups),
 // the steps fill in what they made (MIG ids, VFIO edits, CDI edits, the checkpoint's groups).
-// For an undo (rollback or unprepare) the handler fills `undo` instead, from the plan or the entry.
+// For an undo (rollback or unprepare) the handler fills `undo` instead, from the plan or the entry;
+// for start-up (recover, adopt) `recovery` says which walk it is (gpu_recovery.hpp).
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,6 +20,7 @@
 #include "agent/claims/sharing/share_step.hpp"
 #include "agent/claims/sharing/sharing_plan.hpp"
 #include "agent/claims/steps/claim_step.hpp"
+#include "agent/claims/steps/gpu_recovery.hpp"
 #include "agent/claims/sharing/time_slicing.hpp"
 #include "agent/claims/vfio/vfio_step.hpp"
 #include "agent/kubelet/claim_handler.hpp"
@@ -80,6 +83,8 @@ struct GpuServices {
   const std::string& mps_root;
   const cdi::HostView& host;
   const cdi::ContainerEdits& common_edits;
+  // A prepared claim's damaged CDI spec was written again (GpuClaimHandlerOptions::on_spec_rewritten).
+  const std::function<void(const kubelet::ClaimRef&, const std::string&)>& on_spec_rewritten;
 
   MpsDaemon mps_daemon(const std::string& id, std::vector<std::string> uuids, MpsPlan plan) const;
 };
@@ -101,6 +106,8 @@ struct GpuPrepare {
   std::vector<PreparedGroup> prepared;                  // the PrepareCompleted entry's groups
   // Undo (rollback or unprepare): what to undo per group.
   std::vector<UndoGroup> undo;
+  // Start-up: which walk of the step list this is (null: a prepare or an undo).
+  const GpuRecovery* recovery = nullptr;
 };
 
 using GpuStep = steps::ClaimStep<GpuPrepare>;
