@@ -5,7 +5,7 @@
 //
 // Contract:
 //  * Calls are synchronous and may block (a round trip to the FM daemon); they are thread-safe. The
-//    agent calls them on the worker pool, bounded by a deadline (agent/claims/fabric_partitions.hpp).
+//    agent calls them on the worker pool, bounded by a deadline (agent/claims/fabric/fabric_partitions.hpp).
 //  * open_fabric_manager() dlopens libnvfm.so.1, fmLibInit()s and fmConnect()s once; the object
 //    fmDisconnect()s, fmLibShutdown()s and dlcloses when destroyed.
 //  * Errors name the FM call, the partition and FM's return code by name (FM_ST_IN_USE (-7)).

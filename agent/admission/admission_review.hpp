@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/claims/opaque_config.hpp"
+#include "agent/claims/config/opaque_config.hpp"
 
 namespace nvdra::admission {
 

@@ -1,10 +1,10 @@
-// Decode → own kind → Normalize → Validate, as agent/claims/config_resolver.cpp does it for the
+// Decode → own kind → Normalize → Validate, as agent/claims/config/config_resolver.cpp does it for the
 // config that wins a device at prepare; here for every config, since admission does not know yet
 // which device each will win.
 #include "agent/admission/config_check.hpp"
 
 #include "agent/admission/request_classes.hpp"
-#include "agent/claims/config_resolver.hpp"
+#include "agent/claims/config/config_resolver.hpp"
 
 namespace nvdra::admission {
 namespace {

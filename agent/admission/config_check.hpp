@@ -1,6 +1,6 @@
 #pragma once
 // The opaque configs of a ResourceClaim spec, checked the way prepare will check them: the same
-// strict decoder, Normalize and Validate (agent/claims/opaque_config.hpp) under the same feature
+// strict decoder, Normalize and Validate (agent/claims/config/opaque_config.hpp) under the same feature
 // gates. Shared by the admission webhook and `nvdractl validate`, so the three cannot drift.
 //
 // Pure functions, no I/O; safe from any thread.
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "agent/base/result.hpp"
-#include "agent/claims/opaque_config.hpp"
+#include "agent/claims/config/opaque_config.hpp"
 
 namespace nvdra::admission {
 

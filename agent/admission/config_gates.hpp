@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "agent/base/result.hpp"
-#include "agent/claims/opaque_config.hpp"
+#include "agent/claims/config/opaque_config.hpp"
 #include "agent/config/feature_gates.hpp"
 
 namespace nvdra::admission {

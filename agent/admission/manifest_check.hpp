@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "agent/base/result.hpp"
-#include "agent/claims/opaque_config.hpp"
+#include "agent/claims/config/opaque_config.hpp"
 
 namespace nvdra::admission {
 

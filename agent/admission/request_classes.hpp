@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "agent/claims/config_resolver.hpp"
+#include "agent/claims/config/config_resolver.hpp"
 
 namespace nvdra::admission {
 

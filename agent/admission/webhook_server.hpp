@@ -19,7 +19,7 @@
 #include <memory>
 #include <string>
 
-#include "agent/claims/opaque_config.hpp"
+#include "agent/claims/config/opaque_config.hpp"
 
 namespace nvdra::admission {
 

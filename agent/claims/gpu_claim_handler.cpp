@@ -6,7 +6,7 @@
 #include "agent/base/crash_point.hpp"
 #include "agent/base/log.hpp"
 #include "agent/base/step_clock.hpp"
-#include "agent/claims/device_exclusivity.hpp"
+#include "agent/claims/claim/device_exclusivity.hpp"
 #include "agent/claims/gpu_claim_support.hpp"
 #include "agent/claims/steps/gpu_step_list.hpp"
 #include "agent/runtime/worker_pool.hpp"
@@ -70,7 +70,7 @@ GpuClaimHandler::GpuClaimHandler(runtime::WorkerPool& pool, ClaimSource& source,
   if (options_.pci) vfio_ = std::make_unique<VfioStep>(pool_, *options_.pci, options_.vfio);
   services_.reset(new GpuServices{pool_, inventory_, committer_, specs_, mps_, smi_, shares_, dynamic_mig_.get(),
                                   vfio_.get(), options_.fabric, options_.node_name, options_.mps_root, options_.host,
-                                  options_.common_edits});
+                                  options_.common_edits, options_.on_spec_rewritten});
 }
 
 Result<std::vector<PlannedGroup>> GpuClaimHandler::plan_claim(ClaimAllocation& allocation,
@@ -108,13 +108,6 @@ Result<std::vector<PlannedGroup>> GpuClaimHandler::plan_claim(ClaimAllocation& a
     if (!plan) return for_claim(plan.error(), claim);
     group.plan = std::move(*plan);
     if (const auto* v = std::get_if<VfioDeviceConfig>(&resolution->groups[i].config)) group.vfio = *v;
-    if (group.plan.kind == SharingKind::kMps && group.plan.mps.multi_user)
-      for (const auto* d : group.devices)
-        if (d->type == DeviceType::kGpu && d->cuda_cc_major < 7)
-          return claim_error(ErrorCode::kFailedPrecondition,
-                             "multiuser mode was requested but is not supported: device " + d->name +
-                                 " has compute capability " + std::to_string(d->cuda_cc_major) + ".x, needs >= 7.0",
-                             claim);
   }
   return groups;
 }
@@ -127,7 +120,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> GpuClaimHan
       auto groups = decode_prepared_groups(entry.prepared_devices, claim.describe());
       if (!groups) co_return groups.error();
       // The answer stands, but only with its CDI spec on disk: one damaged since is written again.
-      if (auto spec = co_await ensure_spec(claim, entry); !spec) co_return spec.error();
+      if (auto spec = co_await ensure_claim_spec(*services_, claim, entry); !spec) co_return spec.error();
       co_return to_prepared_devices(*groups);
     }
     // A prepare that stopped half-way (error, cancellation, crash): undo it, then start afresh.
@@ -177,8 +170,6 @@ Status GpuClaimHandler::check_free(const kubelet::ClaimRef& claim, const ClaimAl
     return for_claim(free.error(), claim);
   if (auto shared = shares_.check(committer_.current(), claim.uid, allocation); !shared)
     return for_claim(shared.error(), claim);
-  if (auto free = check_twins_free(committer_.current(), claim.uid, allocation.results, inventory_); !free)
-    return for_claim(free.error(), claim);
   return {};
 }
 

@@ -20,20 +20,20 @@
 #include <string>
 #include <vector>
 
-#include "agent/claims/checkpoint_committer.hpp"
-#include "agent/claims/claim_source.hpp"
-#include "agent/claims/dynamic_mig.hpp"
-#include "agent/claims/fabric_partitions.hpp"
-#include "agent/claims/gpu_inventory.hpp"
-#include "agent/claims/helper_program_mps.hpp"
-#include "agent/claims/prepared_claim.hpp"
-#include "agent/claims/rollback_report.hpp"
-#include "agent/claims/sharing_plan.hpp"
-#include "agent/claims/share_step.hpp"
-#include "agent/claims/time_slicing.hpp"
+#include "agent/claims/checkpoint/checkpoint_committer.hpp"
+#include "agent/claims/claim/claim_source.hpp"
+#include "agent/claims/mig/dynamic_mig.hpp"
+#include "agent/claims/fabric/fabric_partitions.hpp"
+#include "agent/claims/claim/gpu_inventory.hpp"
+#include "agent/claims/sharing/helper_program_mps.hpp"
+#include "agent/claims/claim/prepared_claim.hpp"
+#include "agent/claims/claim/rollback_report.hpp"
+#include "agent/claims/sharing/sharing_plan.hpp"
+#include "agent/claims/sharing/share_step.hpp"
+#include "agent/claims/sharing/time_slicing.hpp"
 #include "agent/claims/steps/gpu_prepare.hpp"
 #include "agent/claims/steps/step_pipeline.hpp"
-#include "agent/claims/vfio_step.hpp"
+#include "agent/claims/vfio/vfio_step.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "cdi/device_edits.hpp"
 #include "cdi/spec_store.hpp"
@@ -87,24 +87,6 @@ using ClaimExists = std::function<boost::asio::awaitable<Result<bool>>(kubelet::
 // ClaimSource::get as a ClaimExists answer: kNotFound or another UID → false.
 boost::asio::awaitable<Result<bool>> claim_exists(ClaimSource& source, kubelet::ClaimRef claim);
 
-struct RecoveryReport {
-  std::vector<std::string> rolled_back;    // PrepareStarted claims undone (UIDs)
-  std::vector<std::string> unprepared;     // completed claims whose API object is gone
-  std::vector<std::string> orphan_specs;   // CDI claim spec files no checkpoint entry owned
-  std::vector<std::string> orphan_migs;    // DynamicMIG: MIG devices no prepared claim owned, destroyed
-  std::vector<std::string> recreated_migs; // DynamicMIG: "<claim uid>/<device>" found missing and recreated
-  std::vector<std::string> rewritten_specs; // CDI specs of prepared claims found missing or malformed, rewritten
-  std::vector<Error> errors;               // per claim/file; the rest carried on
-  // Checkpoint entries whose devices cannot be read (entry_readable): kept as they are, and while
-  // any is there no MIG device, MPS daemon or GPU binding is undone on a guess (issue #30).
-  struct Unreadable {
-    kubelet::ClaimRef claim;
-    std::string why;
-  };
-  std::vector<Unreadable> unreadable;
-  std::vector<std::string> kept_migs;  // DynamicMIG: MIG devices no readable entry owns, left in place
-};
-
 class GpuClaimHandler final : public kubelet::ClaimHandler {
  public:
   GpuClaimHandler(runtime::WorkerPool& pool, ClaimSource& source, const GpuInventory& inventory,
@@ -125,8 +107,9 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   // without redoing any of it, so its containers keep running and its unprepare undoes it all.
   boost::asio::awaitable<Status> adopt(kubelet::ClaimRef claim);
 
-  // recover() calls it; again when FM is reached after start: every checkpointed claim holds the
-  // FM partitions its recorded status plans (gpu_claim_fabric.cpp).
+  // recover() calls it; again when FM is reached after start: every checkpointed claim whose
+  // recorded status plans goes through the steps' recover (kHold), so it holds its FM partitions
+  // again (gpu_claim_fabric.cpp).
   boost::asio::awaitable<void> adopt_fabric(RecoveryReport& report);
 
  private:
@@ -135,13 +118,6 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   // Undoes side effects, removes the CDI spec and the checkpoint entry.
   boost::asio::awaitable<Status> undo_claim(kubelet::ClaimRef claim, std::vector<UndoGroup> groups);
   Result<std::vector<UndoGroup>> undo_groups(const std::string& uid, const CheckpointedClaim& entry) const;
-  // The claim's CDI spec damaged on disk after its prepare (missing, or not a JSON object) is written
-  // again from the checkpointed devices (claim_spec_repair.cpp); the intact case only reads it. Sets
-  // `note` to what was wrong when it rewrote the spec; an error when it cannot (VFIO devices, whose
-  // edits come from the bound device). Blocking (file I/O): call on the worker pool.
-  Status repair_spec(const kubelet::ClaimRef& claim, const std::vector<PreparedGroup>& groups, std::string& note);
-  // repair_spec on the pool, then the log line and on_spec_rewritten. Rewritten: true.
-  boost::asio::awaitable<Result<bool>> ensure_spec(const kubelet::ClaimRef& claim, const CheckpointedClaim& entry);
   // The checks against other claims, with no suspension before the PrepareStarted commit.
   Status check_free(const kubelet::ClaimRef& claim, const ClaimAllocation& allocation) const;
   std::string_view area_of(const std::vector<PlannedGroup>& groups) const;
@@ -149,14 +125,15 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   // The pipeline's hooks for one prepare: the checkpoint commits and the rollback.
   steps::PipelineHooks<GpuPrepare> prepare_hooks(const kubelet::ClaimRef& claim, CheckpointedClaim& entry,
                                                  StepClock& clock);
-  // DynamicMIG helpers (dynamic_mig_recovery.cpp).
+  // What undoing a planned group takes (gpu_claim_undo.cpp); a DynamicMIG device by its ids when
+  // this prepare created it, and not at all while another completed claim uses it.
   UndoGroup undo_of(const PlannedGroup& group, const std::string& uid,
                     const std::map<std::string, nvml::MigDeviceInfo>& created) const;
   bool mig_used_elsewhere(const std::string& device, const std::string& uid) const;
-  boost::asio::awaitable<void> reconcile_dynamic_mig(RecoveryReport& report);
-  // DynamicMIG (dynamic_mig_recovery.cpp).
-  boost::asio::awaitable<Status> recreate_missing(const std::string& uid, const CheckpointedClaim& entry,
-                                                  const std::vector<std::string>& missing, RecoveryReport& report);
+  // Start-up (prepared_claim_recovery.cpp): PrepareStarted claims rolled back, completed claims the
+  // API no longer has unprepared; then every completed claim through the steps' recover (kRepair).
+  boost::asio::awaitable<void> undo_unfinished(ClaimExists& exists, RecoveryReport& report);
+  boost::asio::awaitable<void> repair_completed(const MissingMigs* missing_migs, RecoveryReport& report);
 
   runtime::WorkerPool& pool_;
   ClaimSource& source_;

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "agent/base/error.hpp"
-#include "agent/claims/helper_program_mps.hpp"
+#include "agent/claims/sharing/helper_program_mps.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 
 namespace nvdra::claims::handler_detail {

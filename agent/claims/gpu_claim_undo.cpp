@@ -64,6 +64,23 @@ Result<std::vector<UndoGroup>> GpuClaimHandler::undo_groups(const std::string& u
   return out;
 }
 
+bool GpuClaimHandler::mig_used_elsewhere(const std::string& device, const std::string& uid) const {
+  for (const auto& [other, entry] : committer_.current().claims) {
+    if (other == uid || entry.state != ClaimState::kPrepareCompleted) continue;
+    auto groups = decode_prepared_groups(entry.prepared_devices, other);
+    // An entry that cannot be read may hold it too when devices are shared (consumable shares): then it
+    // is not destroyed on a guess. Without shares no two claims hold one MIG device.
+    if (!groups) {
+      if (options_.consumable_shares) return true;
+      continue;
+    }
+    for (const auto& g : *groups)
+      for (const auto& d : g.devices)
+        if (d.device == device) return true;
+  }
+  return false;
+}
+
 UndoGroup GpuClaimHandler::undo_of(const PlannedGroup& g, const std::string& uid,
                                                     const std::map<std::string, nvml::MigDeviceInfo>& created) const {
   UndoGroup u{g.gpu_uuids, g.uuids, g.plan.kind == SharingKind::kTimeSlicing,

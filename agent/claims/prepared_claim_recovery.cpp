@@ -1,9 +1,11 @@
 // GpuClaimHandler::recover — start-up reconciliation of the checkpoint, the API and the CDI
-// directory (issue "GPU claims" §3; reference §6.3–6.4). Kept apart from the per-claim pipeline.
+// directory (issue "GPU claims" §3; reference §6.3–6.4); each claim's own start-up work is its steps'
+// recover (steps/gpu_recovery.hpp).
 #include <optional>
 #include <string_view>
 
 #include "agent/claims/gpu_claim_handler.hpp"
+#include "agent/claims/steps/gpu_step_list.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "cdi/naming.hpp"
 
@@ -42,9 +44,26 @@ boost::asio::awaitable<void> remove_orphan_specs(runtime::WorkerPool& pool, cdi:
 
 }  // namespace
 
+// Start-up as phases: what the claims hold (kHold walk), what stopped half-way or is gone undone,
+// the node-wide DynamicMIG and FM reconciles around the kRepair walk, orphan specs last.
 boost::asio::awaitable<RecoveryReport> GpuClaimHandler::recover(ClaimExists exists) {
   RecoveryReport report;
   co_await adopt_fabric(report);  // which claims hold which FM partitions, before any is undone
+  co_await undo_unfinished(exists, report);
+  // MIG devices no claim owns go before the walk recreates the claims' missing ones in their place.
+  const bool mig = dynamic_mig_ && !inventory_.dynamic_gpus().empty();
+  std::optional<MissingMigs> missing;
+  if (mig) missing = co_await destroy_orphan_migs(*services_, report);
+  // The claims that stay prepared get their MIG devices back, then their CDI spec if it was damaged.
+  co_await repair_completed(missing ? &*missing : nullptr, report);
+  if (mig) co_await disable_unused_migs(*services_, report);
+  if (options_.fabric)
+    if (auto st = co_await options_.fabric->reconcile(); !st) report.errors.push_back(st.error());
+  co_await remove_orphan_specs(pool_, specs_, committer_, report);
+  co_return report;
+}
+
+boost::asio::awaitable<void> GpuClaimHandler::undo_unfinished(ClaimExists& exists, RecoveryReport& report) {
   // A copy: the loop commits (erases entries) while it walks.
   const auto entries = committer_.current().claims;
   for (const auto& [uid, entry] : entries) {
@@ -75,24 +94,22 @@ boost::asio::awaitable<RecoveryReport> GpuClaimHandler::recover(ClaimExists exis
       else report.errors.push_back(st.error());
     }
   }
+}
 
-  if (dynamic_mig_ && !inventory_.dynamic_gpus().empty()) co_await reconcile_dynamic_mig(report);
-  if (options_.fabric)
-    if (auto st = co_await options_.fabric->reconcile(); !st) report.errors.push_back(st.error());
-
-  // The claims that stay prepared (MIG devices recreated above included) get their CDI spec back if
-  // it was damaged on disk meanwhile.
-  const auto kept = committer_.current().claims;
-  for (const auto& [uid, entry] : kept) {
-    if (entry.state != ClaimState::kPrepareCompleted) continue;
-    const kubelet::ClaimRef claim{entry.ns, entry.name, uid};  // named, not a braced temporary (GCC PR 99576)
-    auto spec = co_await ensure_spec(claim, entry);
-    if (!spec) report.errors.push_back(spec.error());
-    else if (*spec) report.rewritten_specs.push_back(uid);
+// Every completed claim (unreadable ones too: their errors are reported) through every step's
+// recover, in apply order; each step's error is reported and the next step still runs.
+boost::asio::awaitable<void> GpuClaimHandler::repair_completed(const MissingMigs* missing_migs,
+                                                               RecoveryReport& report) {
+  const GpuRecovery recovery{RecoveryPass::kRepair, &report, missing_migs};
+  std::vector<kubelet::ClaimRef> completed;
+  for (const auto& [uid, entry] : committer_.current().claims)
+    if (entry.state == ClaimState::kPrepareCompleted) completed.push_back({entry.ns, entry.name, uid});
+  for (const auto& claim : completed) {
+    GpuPrepare kept{*services_, claim, {}};
+    kept.recovery = &recovery;
+    for (auto* step : gpu_prepare_steps())
+      if (auto st = co_await step->recover(kept); !st) report.errors.push_back(st.error());
   }
-
-  co_await remove_orphan_specs(pool_, specs_, committer_, report);
-  co_return report;
 }
 
 }  // namespace nvdra::claims

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "agent/claims/claim_source.hpp"
+#include "agent/claims/claim/claim_source.hpp"
 
 namespace nvdra::k8s { class ApiServer; }
 

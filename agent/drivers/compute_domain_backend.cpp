@@ -5,9 +5,9 @@
 #include <filesystem>
 
 #include "agent/base/log.hpp"
-#include "agent/claims/checkpoint_committer.hpp"
-#include "agent/claims/checkpoint_file_store.hpp"
-#include "agent/claims/checkpoint_startup.hpp"
+#include "agent/claims/checkpoint/checkpoint_committer.hpp"
+#include "agent/claims/checkpoint/checkpoint_file_store.hpp"
+#include "agent/claims/checkpoint/checkpoint_startup.hpp"
 #include "agent/config/options.hpp"
 #include "agent/drivers/api_connection.hpp"
 #include "agent/drivers/clique_refresh.hpp"

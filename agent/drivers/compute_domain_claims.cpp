@@ -8,8 +8,8 @@
 
 #include "agent/base/crash_point.hpp"
 #include "agent/base/log.hpp"
-#include "agent/claims/config_resolver.hpp"
-#include "agent/claims/prepared_claim.hpp"
+#include "agent/claims/config/config_resolver.hpp"
+#include "agent/claims/claim/prepared_claim.hpp"
 #include "agent/drivers/domain_groups.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "cdi/naming.hpp"

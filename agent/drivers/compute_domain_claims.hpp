@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/claims/checkpoint_committer.hpp"
-#include "agent/claims/opaque_config.hpp"
-#include "agent/claims/rollback_report.hpp"
+#include "agent/claims/checkpoint/checkpoint_committer.hpp"
+#include "agent/claims/config/opaque_config.hpp"
+#include "agent/claims/claim/rollback_report.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "cdi/device_edits.hpp"
 #include "cdi/spec_store.hpp"

@@ -2,7 +2,7 @@
 
 #include <boost/json.hpp>
 
-#include "agent/claims/config_resolver.hpp"
+#include "agent/claims/config/config_resolver.hpp"
 
 namespace nvdra::drivers {
 

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "agent/base/result.hpp"
-#include "agent/claims/checkpoint_file_store.hpp"
-#include "agent/claims/checkpoint_startup.hpp"
+#include "agent/claims/checkpoint/checkpoint_file_store.hpp"
+#include "agent/claims/checkpoint/checkpoint_startup.hpp"
 #include "agent/runtime/component.hpp"
 
 namespace nvdra::k8s { class EventRecorder; }

@@ -7,8 +7,8 @@
 
 #include "agent/base/crash_point.hpp"
 #include "agent/base/log.hpp"
-#include "agent/claims/config_resolver.hpp"
-#include "agent/claims/prepared_claim.hpp"
+#include "agent/claims/config/config_resolver.hpp"
+#include "agent/claims/claim/prepared_claim.hpp"
 #include "agent/drivers/domain_cache.hpp"
 #include "agent/drivers/driver_managed_steps.hpp"
 #include "agent/drivers/node_labels.hpp"

@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/claims/checkpoint_committer.hpp"
-#include "agent/claims/opaque_config.hpp"
+#include "agent/claims/checkpoint/checkpoint_committer.hpp"
+#include "agent/claims/config/opaque_config.hpp"
 #include "agent/drivers/domain_cache.hpp"
 #include "agent/drivers/domain_groups.hpp"
 #include "agent/kubelet/claim_handler.hpp"

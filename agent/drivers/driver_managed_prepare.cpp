@@ -4,7 +4,7 @@
 
 #include "agent/base/crash_point.hpp"
 #include "agent/base/log.hpp"
-#include "agent/claims/prepared_claim.hpp"
+#include "agent/claims/claim/prepared_claim.hpp"
 #include "agent/drivers/domain_cache.hpp"
 #include "agent/drivers/driver_managed_claims.hpp"
 #include "agent/drivers/driver_managed_steps.hpp"

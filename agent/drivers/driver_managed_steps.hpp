@@ -4,7 +4,7 @@
 #include <string>
 
 #include "agent/base/result.hpp"
-#include "agent/claims/claim_source.hpp"
+#include "agent/claims/claim/claim_source.hpp"
 #include "agent/drivers/domain_groups.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "k8s/claim_lookup.hpp"

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "agent/claims/rollback_report.hpp"
+#include "agent/claims/claim/rollback_report.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "k8s/event_codec.hpp"
 

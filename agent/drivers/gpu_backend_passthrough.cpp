@@ -2,8 +2,8 @@
 #include <filesystem>
 
 #include "agent/base/log.hpp"
-#include "agent/claims/time_slicing.hpp"
-#include "agent/claims/vfio_step.hpp"
+#include "agent/claims/sharing/time_slicing.hpp"
+#include "agent/claims/vfio/vfio_step.hpp"
 #include "agent/drivers/gpu_backend_parts.hpp"
 #include "nvml/consumable_shares.hpp"
 #include "nvml/discovery.hpp"

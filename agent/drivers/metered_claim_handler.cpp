@@ -4,7 +4,7 @@
 #include <exception>
 #include <set>
 
-#include "agent/claims/checkpoint_model.hpp"
+#include "agent/claims/checkpoint/checkpoint_model.hpp"
 #include "agent/drivers/after_call.hpp"
 #include "agent/config/options.hpp"
 #include "agent/metrics/metrics.hpp"

@@ -5,7 +5,7 @@
 // label naming the claim's domain can only be that claim's). Everything else is the inner handler's.
 #include <memory>
 
-#include "agent/claims/checkpoint_committer.hpp"
+#include "agent/claims/checkpoint/checkpoint_committer.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 
 namespace nvdra::drivers {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "agent/base/device.hpp"
-#include "agent/claims/fabric_partitions.hpp"
+#include "agent/claims/fabric/fabric_partitions.hpp"
 #include "nvml/device_model.hpp"
 
 namespace nvdra::config { struct Options; }

@@ -2,7 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
-#include "agent/claims/checkpoint_model.hpp"
+#include "agent/claims/checkpoint/checkpoint_model.hpp"
 #include "agent/status/agent_status.hpp"
 
 namespace nvdra::drivers {

@@ -17,8 +17,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "agent/claims/checkpoint_committer.hpp"
-#include "agent/claims/checkpoint_file_store.hpp"
+#include "agent/claims/checkpoint/checkpoint_committer.hpp"
+#include "agent/claims/checkpoint/checkpoint_file_store.hpp"
 #include "agent/runtime/worker_pool.hpp"
 
 namespace {

@@ -14,9 +14,9 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "agent/claims/checkpoint_committer.hpp"
-#include "agent/claims/checkpoint_file_store.hpp"
-#include "agent/claims/checkpoint_memory_store.hpp"
+#include "agent/claims/checkpoint/checkpoint_committer.hpp"
+#include "agent/claims/checkpoint/checkpoint_file_store.hpp"
+#include "agent/claims/checkpoint/checkpoint_memory_store.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "test/claims/temp_dir.hpp"
 

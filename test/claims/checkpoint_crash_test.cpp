@@ -8,7 +8,7 @@
 
 #include <random>
 
-#include "agent/claims/checkpoint_file_store.hpp"
+#include "agent/claims/checkpoint/checkpoint_file_store.hpp"
 #include "test/claims/temp_dir.hpp"
 
 namespace nvdra::claims {

@@ -6,8 +6,8 @@
 
 #include <random>
 
-#include "agent/claims/checkpoint_encoder.hpp"
-#include "agent/claims/checkpoint_memory_store.hpp"
+#include "agent/claims/checkpoint/checkpoint_encoder.hpp"
+#include "agent/claims/checkpoint/checkpoint_memory_store.hpp"
 
 namespace nvdra::claims {
 namespace {

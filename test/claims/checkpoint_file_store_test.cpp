@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/claims/checkpoint_file_store.hpp"
-#include "agent/claims/checkpoint_memory_store.hpp"
+#include "agent/claims/checkpoint/checkpoint_file_store.hpp"
+#include "agent/claims/checkpoint/checkpoint_memory_store.hpp"
 #include "test/claims/temp_dir.hpp"
 
 namespace nvdra::claims {

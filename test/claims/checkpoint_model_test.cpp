@@ -3,7 +3,7 @@
 
 #include <boost/json/parse.hpp>
 
-#include "agent/claims/checkpoint_model.hpp"
+#include "agent/claims/checkpoint/checkpoint_model.hpp"
 
 namespace nvdra::claims {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <fstream>
 
-#include "agent/claims/checkpoint_startup.hpp"
+#include "agent/claims/checkpoint/checkpoint_startup.hpp"
 #include "test/claims/temp_dir.hpp"
 
 namespace nvdra::claims {

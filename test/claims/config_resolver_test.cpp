@@ -1,7 +1,7 @@
 // Which config applies to which device (reference §3.3): precedence, type fit, errors, groups.
 #include <gtest/gtest.h>
 
-#include "agent/claims/config_resolver.hpp"
+#include "agent/claims/config/config_resolver.hpp"
 
 namespace nvdra::claims {
 namespace {
@@ -215,7 +215,7 @@ TEST(ConfigResolver, VfioDeviceConfigAppliesToTheVfioDevice) {
 }
 
 TEST(ConfigResolver, FabricTopologyConfigReachesItsGroupLikeAnyGpuConfig) {
-  // Issue 21: the block is acted on at prepare (agent/claims/fabric_plan.hpp), so the resolver keeps
+  // Issue 21: the block is acted on at prepare (agent/claims/fabric/fabric_plan.hpp), so the resolver keeps
   // it in the group's config; the claim's own config wins over the class's as for sharing.
   constexpr const char* kFabric =
       R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","fabricTopologyConfig":{"strategy":"Manual","partitionIDs":["p1"]}})";

@@ -2,8 +2,8 @@
 // are refused, with upstream's message, and which Kubernetes allows (adminAccess, shares).
 #include <gtest/gtest.h>
 
-#include "agent/claims/device_exclusivity.hpp"
-#include "agent/claims/prepared_claim.hpp"
+#include "agent/claims/claim/device_exclusivity.hpp"
+#include "agent/claims/claim/prepared_claim.hpp"
 
 namespace nvdra::claims {
 namespace {

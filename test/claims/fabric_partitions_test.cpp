@@ -8,7 +8,7 @@
 #include <thread>
 #include <mutex>
 
-#include "agent/claims/fabric_partitions.hpp"
+#include "agent/claims/fabric/fabric_partitions.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "fm/fake_fabric_manager.hpp"
 #include "test/support/run_awaitable.hpp"

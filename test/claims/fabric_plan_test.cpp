@@ -3,7 +3,7 @@
 // 6: [6 8], 7-14: [1]..[8]).
 #include <gtest/gtest.h>
 
-#include "agent/claims/fabric_plan.hpp"
+#include "agent/claims/fabric/fabric_plan.hpp"
 
 namespace nvdra::claims {
 namespace {

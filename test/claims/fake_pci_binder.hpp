@@ -7,7 +7,7 @@
 #include <optional>
 #include <set>
 
-#include "agent/claims/pci_binder.hpp"
+#include "agent/claims/vfio/pci_binder.hpp"
 
 namespace nvdra::claims::testing {
 

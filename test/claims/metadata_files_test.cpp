@@ -1,5 +1,5 @@
 // The device-metadata files of KEP-5304 (metadata_files.hpp): document shape, paths, files on disk.
-#include "agent/claims/metadata_files.hpp"
+#include "agent/claims/claim/metadata_files.hpp"
 
 #include <gtest/gtest.h>
 

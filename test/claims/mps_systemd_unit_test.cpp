@@ -12,8 +12,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "agent/claims/mps_manager.hpp"
-#include "agent/claims/mps_systemd_unit.hpp"
+#include "agent/claims/sharing/mps_manager.hpp"
+#include "agent/claims/sharing/mps_systemd_unit.hpp"
 #include "test/claims/temp_dir.hpp"
 #include "test/imex/fake_systemd.hpp"
 #include "test/systemd/private_bus.hpp"

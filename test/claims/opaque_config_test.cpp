@@ -2,7 +2,7 @@
 // (../shared/reference/upstream-driver.md §3.1–3.2 and the seed's fabricTopologyConfig).
 #include <gtest/gtest.h>
 
-#include "agent/claims/opaque_config.hpp"
+#include "agent/claims/config/opaque_config.hpp"
 
 namespace nvdra::claims {
 namespace {

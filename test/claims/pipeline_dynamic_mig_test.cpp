@@ -9,7 +9,7 @@
 #include <atomic>
 
 #include "test/support/run_awaitable.hpp"
-#include "agent/claims/prepared_claim.hpp"
+#include "agent/claims/claim/prepared_claim.hpp"
 #include "test/claims/pipeline_fixture.hpp"
 
 namespace nvdra::claims::testing {

@@ -20,7 +20,7 @@
 #include <optional>
 #include <sstream>
 
-#include "agent/claims/checkpoint_memory_store.hpp"
+#include "agent/claims/checkpoint/checkpoint_memory_store.hpp"
 #include "agent/claims/gpu_claim_handler.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "cdi/memory_spec_store.hpp"

@@ -1,7 +1,7 @@
 // GpuClaimHandler::recover: start-up after a crash or while the agent was down.
 #include <gmock/gmock.h>
 
-#include "agent/claims/prepared_claim.hpp"
+#include "agent/claims/claim/prepared_claim.hpp"
 #include "test/claims/pipeline_fixture.hpp"
 
 namespace nvdra::claims::testing {

@@ -3,9 +3,9 @@
 
 #include <boost/json/serialize.hpp>
 
-#include "agent/claims/device_metadata.hpp"
-#include "agent/claims/prepared_claim.hpp"
-#include "agent/claims/share_step.hpp"
+#include "agent/claims/claim/device_metadata.hpp"
+#include "agent/claims/claim/prepared_claim.hpp"
+#include "agent/claims/sharing/share_step.hpp"
 
 namespace nvdra::claims {
 namespace {

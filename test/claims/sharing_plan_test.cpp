@@ -2,8 +2,8 @@
 // MPS pinned-memory limits.
 #include <gtest/gtest.h>
 
-#include "agent/claims/config_quantity.hpp"
-#include "agent/claims/sharing_plan.hpp"
+#include "agent/claims/config/config_quantity.hpp"
+#include "agent/claims/sharing/sharing_plan.hpp"
 
 namespace nvdra::claims {
 namespace {

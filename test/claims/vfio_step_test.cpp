@@ -9,8 +9,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/json/serialize.hpp>
 
-#include "agent/claims/prepared_claim.hpp"
-#include "agent/claims/vfio_step.hpp"
+#include "agent/claims/claim/prepared_claim.hpp"
+#include "agent/claims/vfio/vfio_step.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "test/claims/fake_pci_binder.hpp"
 #include "test/support/run_awaitable.hpp"

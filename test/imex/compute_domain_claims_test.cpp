@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "test/support/run_awaitable.hpp"
-#include "agent/claims/checkpoint_memory_store.hpp"
+#include "agent/claims/checkpoint/checkpoint_memory_store.hpp"
 #include "agent/drivers/compute_domain_claims.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "cdi/memory_spec_store.hpp"

@@ -18,7 +18,7 @@
 #include <future>
 #include <optional>
 
-#include "agent/claims/checkpoint_memory_store.hpp"
+#include "agent/claims/checkpoint/checkpoint_memory_store.hpp"
 #include "agent/drivers/domain_cleanup.hpp"
 #include "agent/drivers/driver_managed_claims.hpp"
 #include "agent/runtime/worker_pool.hpp"

@@ -7,7 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/json/parse.hpp>
 
-#include "agent/claims/checkpoint_model.hpp"
+#include "agent/claims/checkpoint/checkpoint_model.hpp"
 #include "agent/metrics/metrics.hpp"
 #include "test/support/run_awaitable.hpp"
 

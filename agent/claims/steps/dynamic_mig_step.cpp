@@ -2,10 +2,11 @@
 // the one another prepared claim holds) and destroyed at unprepare or rollback, first of all
 // (upstream's order; a busy GPU fails the unprepare, the entry stays and kubelet retries). Crash
 // points mig-dynamic.prepare.after-{mig-mode-on,gi-create,ci-create} are DynamicMig's; this step
-// owns <area>.unprepare.after-mig-destroy. Start-up: dynamic_mig_recovery.cpp reconciles the
-// GPUs' MIG devices with every entry at once (orphans, recreations), not claim by claim.
+// owns <area>.unprepare.after-mig-destroy. Start-up (dynamic_mig_recovery.cpp): recover recreates a
+// completed claim's MIG devices found gone (kRepair; the orphans no claim owns are destroyed before
+// the walk, node-wide) and reads a taken-over claim's MIG ids from the GPUs (kAdopt).
 #include "agent/base/crash_point.hpp"
-#include "agent/claims/checkpoint_committer.hpp"
+#include "agent/claims/checkpoint/checkpoint_committer.hpp"
 #include "agent/claims/steps/gpu_step_list.hpp"
 
 namespace nvdra::claims {
@@ -52,7 +53,12 @@ class DynamicMigStep final : public GpuStep {
     co_return Status{};
   }
 
-  boost::asio::awaitable<Status> recover(GpuPrepare&) override { co_return Status{}; }
+  boost::asio::awaitable<Status> recover(GpuPrepare& c) override {
+    if (!c.node.dynamic_mig) co_return Status{};
+    if (c.recovery->pass == RecoveryPass::kRepair) co_return co_await recreate_missing_migs(c);
+    if (c.recovery->pass == RecoveryPass::kAdopt) co_return co_await adopted_migs(c);
+    co_return Status{};
+  }
 };
 
 }  // namespace

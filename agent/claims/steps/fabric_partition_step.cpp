@@ -29,7 +29,7 @@ class FabricPartitionStep final : public GpuStep {
   // Start-up (and FM reached after start), for every checkpointed claim before any is undone: the
   // partitions its recorded status plans are held for it, so no other claim takes them.
   boost::asio::awaitable<Status> recover(GpuPrepare& c) override {
-    if (!c.node.fabric) co_return Status{};
+    if (!c.node.fabric || c.recovery->pass != RecoveryPass::kHold) co_return Status{};
     auto plan = fabric_plan(c.node, c.claim.uid, *c.groups);
     if (!plan)
       co_return Error{plan.error().code, "fabric partitions of a checkpointed claim: " + plan.error().message,

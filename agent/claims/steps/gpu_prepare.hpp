@@ -2,24 +2,27 @@
 // GpuPrepare — the per-claim state the gpu.nvidia.com steps share (claim_step.hpp), and GpuServices,
 // the node's parts they act through. The handler (gpu_claim_handler.cpp) fills the plan (groups),
 // the steps fill in what they made (MIG ids, VFIO edits, CDI edits, the checkpoint's groups).
-// For an undo (rollback or unprepare) the handler fills `undo` instead, from the plan or the entry.
+// For an undo (rollback or unprepare) the handler fills `undo` instead, from the plan or the entry;
+// for start-up (recover, adopt) `recovery` says which walk it is (gpu_recovery.hpp).
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "agent/claims/claim_source.hpp"
-#include "agent/claims/dynamic_mig.hpp"
-#include "agent/claims/fabric_partitions.hpp"
-#include "agent/claims/gpu_inventory.hpp"
-#include "agent/claims/helper_program_mps.hpp"
-#include "agent/claims/prepared_claim.hpp"
-#include "agent/claims/share_step.hpp"
-#include "agent/claims/sharing_plan.hpp"
+#include "agent/claims/claim/claim_source.hpp"
+#include "agent/claims/mig/dynamic_mig.hpp"
+#include "agent/claims/fabric/fabric_partitions.hpp"
+#include "agent/claims/claim/gpu_inventory.hpp"
+#include "agent/claims/sharing/helper_program_mps.hpp"
+#include "agent/claims/claim/prepared_claim.hpp"
+#include "agent/claims/sharing/share_step.hpp"
+#include "agent/claims/sharing/sharing_plan.hpp"
 #include "agent/claims/steps/claim_step.hpp"
-#include "agent/claims/time_slicing.hpp"
-#include "agent/claims/vfio_step.hpp"
+#include "agent/claims/steps/gpu_recovery.hpp"
+#include "agent/claims/sharing/time_slicing.hpp"
+#include "agent/claims/vfio/vfio_step.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "cdi/device_edits.hpp"
 #include "cdi/spec_builder.hpp"
@@ -80,6 +83,8 @@ struct GpuServices {
   const std::string& mps_root;
   const cdi::HostView& host;
   const cdi::ContainerEdits& common_edits;
+  // A prepared claim's damaged CDI spec was written again (GpuClaimHandlerOptions::on_spec_rewritten).
+  const std::function<void(const kubelet::ClaimRef&, const std::string&)>& on_spec_rewritten;
 
   MpsDaemon mps_daemon(const std::string& id, std::vector<std::string> uuids, MpsPlan plan) const;
 };
@@ -101,6 +106,8 @@ struct GpuPrepare {
   std::vector<PreparedGroup> prepared;                  // the PrepareCompleted entry's groups
   // Undo (rollback or unprepare): what to undo per group.
   std::vector<UndoGroup> undo;
+  // Start-up: which walk of the step list this is (null: a prepare or an undo).
+  const GpuRecovery* recovery = nullptr;
 };
 
 using GpuStep = steps::ClaimStep<GpuPrepare>;

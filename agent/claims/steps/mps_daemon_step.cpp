@@ -1,7 +1,8 @@
 // MPS daemon step: an MPS group gets its control daemon (MpsControl: child process or systemd
 // transient unit) with the group's limits at prepare, stopped at unprepare. Owns
 // <area>.prepare.after-daemon-limits and <area>.unprepare.after-daemon-stop (after-daemon-start is
-// the MpsControl's). Nothing at start-up: a PrepareStarted claim is undone.
+// the MpsControl's). Start-up: a PrepareStarted claim is undone, a completed one's daemon runs on; a
+// taken-over claim (kAdopt) records its daemon's id.
 #include "agent/base/crash_point.hpp"
 #include "agent/claims/steps/gpu_step_list.hpp"
 #include "agent/runtime/worker_pool.hpp"
@@ -12,7 +13,17 @@ namespace {
 class MpsDaemonStep final : public GpuStep {
  public:
   std::string_view name() const override { return "mps-daemon"; }
-  Status plan(GpuPrepare&) const override { return {}; }  // plan_claim refuses multi-user MPS below CC 7.0
+  // Upstream: multi-user MPS needs compute capability 7.0 on every full GPU of the group.
+  Status plan(GpuPrepare& c) const override {
+    for (const auto& group : *c.groups)
+      if (group.plan.kind == SharingKind::kMps && group.plan.mps.multi_user)
+        for (const auto* d : group.devices)
+          if (d->type == DeviceType::kGpu && d->cuda_cc_major < 7)
+            return make_error(ErrorCode::kFailedPrecondition,
+                              "multiuser mode was requested but is not supported: device " + d->name +
+                                  " has compute capability " + std::to_string(d->cuda_cc_major) + ".x, needs >= 7.0");
+    return {};
+  }
 
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
     co_return co_await c.node.pool.run([&c, area = c.area]() -> Status {
@@ -40,7 +51,13 @@ class MpsDaemonStep final : public GpuStep {
     });
   }
 
-  boost::asio::awaitable<Status> recover(GpuPrepare&) override { co_return Status{}; }
+  boost::asio::awaitable<Status> recover(GpuPrepare& c) override {
+    if (c.recovery->pass != RecoveryPass::kAdopt) co_return Status{};
+    for (std::size_t g = 0; g < c.groups->size(); ++g)
+      if ((*c.groups)[g].plan.kind == SharingKind::kMps)
+        c.prepared[g].mps_daemon_id = mps_daemon_id(c.claim.uid, (*c.groups)[g].uuids);
+    co_return Status{};
+  }
 };
 
 }  // namespace

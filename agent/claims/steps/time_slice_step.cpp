@@ -1,11 +1,12 @@
 // Time-slice step: nvidia-smi sets a time-sliced group's GPUs to its interval at prepare, and back
 // to the default at unprepare unless another prepared claim still time-slices the GPU (consumable
 // shares). Owns <area>.prepare.after-timeslice-set and <area>.unprepare.after-timeslice-reset.
-// Nothing at start-up: the setting lives in the GPU, a PrepareStarted claim is undone.
+// Start-up: the setting lives in the GPU, a PrepareStarted claim is undone; a taken-over claim
+// (kAdopt) records the setting its plan made.
 #include <algorithm>
 
 #include "agent/base/crash_point.hpp"
-#include "agent/claims/checkpoint_committer.hpp"
+#include "agent/claims/checkpoint/checkpoint_committer.hpp"
 #include "agent/claims/steps/gpu_step_list.hpp"
 #include "agent/runtime/worker_pool.hpp"
 
@@ -61,7 +62,14 @@ class TimeSliceStep final : public GpuStep {
     });
   }
 
-  boost::asio::awaitable<Status> recover(GpuPrepare&) override { co_return Status{}; }
+  boost::asio::awaitable<Status> recover(GpuPrepare& c) override {
+    if (c.recovery->pass != RecoveryPass::kAdopt) co_return Status{};
+    for (std::size_t g = 0; g < c.groups->size(); ++g) {
+      const auto& group = (*c.groups)[g];
+      c.prepared[g].time_slice_applied = group.plan.kind == SharingKind::kTimeSlicing && !group.gpu_uuids.empty();
+    }
+    co_return Status{};
+  }
 };
 
 }  // namespace

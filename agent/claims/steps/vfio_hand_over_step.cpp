@@ -2,6 +2,7 @@
 // prepare, each waited for until one deadline per claim, and back at unprepare or rollback; the
 // bound device's CDI edits are kept for the device edits step. Crash points vfio.prepare.* and
 // vfio.unprepare.* are VfioStep's. Start-up: a PrepareStarted claim is undone (given back).
+#include "agent/claims/checkpoint/checkpoint_committer.hpp"
 #include "agent/claims/steps/gpu_step_list.hpp"
 
 namespace nvdra::claims {
@@ -10,7 +11,11 @@ namespace {
 class VfioHandOverStep final : public GpuStep {
  public:
   std::string_view name() const override { return "vfio-hand-over"; }
-  Status plan(GpuPrepare&) const override { return {}; }  // plan_claim refuses VFIO devices without PassthroughSupport
+  // A VFIO device and its GPU face are one PCI function: one claim's at a time (plan_claim refuses
+  // VFIO devices without PassthroughSupport, as it cannot plan them).
+  Status plan(GpuPrepare& c) const override {
+    return check_twins_free(c.node.committer.current(), c.claim.uid, c.allocation->results, c.node.inventory);
+  }
 
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
     auto* vfio = c.node.vfio;

@@ -2,7 +2,7 @@
 // encodes and decodes to itself.
 #include <string_view>
 
-#include "agent/claims/checkpoint_model.hpp"
+#include "agent/claims/checkpoint/checkpoint_model.hpp"
 #include "test/fuzz/fuzz_target.hpp"
 
 NVDRA_FUZZ_TARGET(checkpoint) {

@@ -2,8 +2,8 @@
 // accepts, lenient mode accepts identically; normalize() is idempotent; a valid config plans.
 #include <string_view>
 
-#include "agent/claims/opaque_config.hpp"
-#include "agent/claims/sharing_plan.hpp"
+#include "agent/claims/config/opaque_config.hpp"
+#include "agent/claims/sharing/sharing_plan.hpp"
 #include "test/fuzz/fuzz_target.hpp"
 
 NVDRA_FUZZ_TARGET(opaque_config) {

@@ -1,0 +1,152 @@
+#include "agent/claims/checkpoint/checkpoint_committer.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <deque>
+#include <utility>
+
+#include "agent/runtime/worker_pool.hpp"
+
+namespace nvdra::claims {
+namespace {
+
+namespace asio = boost::asio;
+
+void apply_updates(Checkpoint& cp, const std::vector<ClaimUpdate>& updates) {
+  for (const auto& u : updates) {
+    if (u.claim) cp.claims[u.uid] = *u.claim;
+    else cp.claims.erase(u.uid);
+  }
+}
+
+// One awaiting caller. The timer never expires: notify() cancels it to wake the caller.
+struct Waiter {
+  explicit Waiter(const asio::any_io_executor& ex) : timer(ex, asio::steady_timer::time_point::max()) {}
+  uint64_t seq = 0;
+  asio::steady_timer timer;
+  bool done = false;
+  Status status;
+};
+
+}  // namespace
+
+struct CheckpointCommitter::State {
+  State(asio::any_io_executor ex, runtime::WorkerPool& p, CheckpointStore& s, Checkpoint d)
+      : executor(std::move(ex)), pool(p), store(s), durable(std::move(d)), current(durable),
+        writing_copy(std::make_shared<Checkpoint>(durable)) {}
+
+  asio::any_io_executor executor;
+  runtime::WorkerPool& pool;
+  CheckpointStore& store;
+  Checkpoint durable;
+  Checkpoint current;  // durable + queue
+  // What the write in flight saves (then == durable), read by the pool thread meanwhile. Kept in
+  // step by applying each batch, so a write costs what changed, not a copy of every claim.
+  std::shared_ptr<Checkpoint> writing_copy;
+  struct Batch {
+    uint64_t seq;
+    std::vector<ClaimUpdate> updates;
+  };
+  std::deque<Batch> queue;
+  std::deque<std::shared_ptr<Waiter>> waiters;  // ascending seq
+  uint64_t next_seq = 0;
+  uint64_t writes = 0;
+  bool writing = false;
+
+  // Wakes every waiter up to `seq` with `status`.
+  void notify(uint64_t seq, const Status& status) {
+    while (!waiters.empty() && waiters.front()->seq <= seq) {
+      auto w = std::move(waiters.front());
+      waiters.pop_front();
+      w->done = true;
+      w->status = status;
+      w->timer.cancel();
+    }
+  }
+
+  void start_writer(const std::shared_ptr<State>& self) {
+    if (writing) return;
+    writing = true;
+    asio::co_spawn(executor, write_loop(self), asio::detached);
+  }
+};
+
+CheckpointCommitter::CheckpointCommitter(asio::any_io_executor executor, runtime::WorkerPool& pool,
+                                         CheckpointStore& store, Checkpoint durable)
+    : state_(std::make_shared<State>(std::move(executor), pool, store, std::move(durable))) {}
+
+CheckpointCommitter::~CheckpointCommitter() = default;
+
+const Checkpoint& CheckpointCommitter::current() const { return state_->current; }
+const Checkpoint& CheckpointCommitter::durable() const { return state_->durable; }
+uint64_t CheckpointCommitter::writes() const { return state_->writes; }
+
+asio::awaitable<Status> CheckpointCommitter::commit(std::vector<ClaimUpdate> updates) {
+  auto st = state_;
+  if (updates.empty()) co_return Status{};
+  const uint64_t seq = ++st->next_seq;
+  apply_updates(st->current, updates);
+  st->queue.push_back({seq, std::move(updates)});
+  auto waiter = std::make_shared<Waiter>(st->executor);
+  waiter->seq = seq;
+  st->waiters.push_back(waiter);
+  // The writer starts only after this coroutine suspends, so callers that run in the same turn of
+  // the io_context join the first write too.
+  st->start_writer(st);
+  co_await waiter->timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  if (!waiter->done)
+    co_return Error{ErrorCode::kCancelled, "cancelled while waiting for the checkpoint write; the update may still be saved",
+                    {}, st->store.location()};
+  co_return waiter->status;
+}
+
+asio::awaitable<void> CheckpointCommitter::flush() {
+  auto st = state_;
+  if (st->queue.empty() && !st->writing) co_return;
+  auto waiter = std::make_shared<Waiter>(st->executor);
+  waiter->seq = st->next_seq;
+  st->waiters.push_back(waiter);
+  st->start_writer(st);
+  co_await waiter->timer.async_wait(asio::as_tuple(asio::use_awaitable));
+}
+
+asio::awaitable<void> CheckpointCommitter::write_loop(std::shared_ptr<State> st) {
+  while (!st->queue.empty()) {
+    const uint64_t target = st->queue.back().seq;
+    // Every queued batch: after them, writing_copy == current, exactly what this write makes durable.
+    std::deque<State::Batch> written = std::exchange(st->queue, {});
+    std::vector<std::string> changed;
+    for (const auto& b : written) {
+      apply_updates(*st->writing_copy, b.updates);
+      for (const auto& u : b.updates) changed.push_back(u.uid);
+    }
+    ++st->writes;
+    CheckpointStore* store = &st->store;
+    Status status;
+    try {
+      status = co_await st->pool.run([store, copy = st->writing_copy, changed = std::move(changed)] {
+        return store->save_changed(*copy, changed);
+      });
+    } catch (const std::exception& e) {  // the pool was stopped under us (shutdown)
+      status = Error{ErrorCode::kUnavailable, std::string("checkpoint write did not run: ") + e.what(), {},
+                     store->location()};
+    }
+    if (status) {
+      for (const auto& b : written) apply_updates(st->durable, b.updates);
+    } else {
+      // Drop the failed batches from memory: rebuild current from disk + what queued meanwhile.
+      *st->writing_copy = st->durable;
+      st->current = st->durable;
+      for (const auto& b : st->queue) apply_updates(st->current, b.updates);
+    }
+    st->notify(target, status);
+  }
+  st->writing = false;
+  st->notify(st->next_seq, Status{});  // flush() waiters with nothing left to write
+}
+
+}  // namespace nvdra::claims

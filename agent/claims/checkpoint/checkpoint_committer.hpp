@@ -1,0 +1,66 @@
+#pragma once
+// CheckpointCommitter — group commit over a CheckpointStore. It owns the in-memory checkpoint;
+// callers hand it claim updates and await durability. While one save runs on the worker pool,
+// updates from other claims queue up; the next save writes them all at once, and each caller
+// resumes when the save holding its update is durable. 64 concurrent prepares thus cost a couple
+// of fsync'd writes instead of 64.
+//
+// Thread: all member functions must be called on the executor given to the constructor (the
+// io_context); no locking. Cancellation: cancelling an awaiting caller returns kCancelled to it at
+// once, but its update stays queued and may still become durable (as with a crash after the
+// write). Errors: a failed save fails every caller in that batch with the store's error, and their
+// updates are dropped from the in-memory state, so memory never runs ahead of disk for failed
+// callers. Lifetime: the store and the pool must outlive the committer; a save in flight at
+// destruction completes on the pool and is then discarded.
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/claims/checkpoint/checkpoint_store.hpp"
+
+namespace nvdra::runtime {
+class WorkerPool;
+}
+
+namespace nvdra::claims {
+
+// Put (claim set) or erase (claim nullopt) the entry of one claim UID.
+struct ClaimUpdate {
+  std::string uid;
+  std::optional<CheckpointedClaim> claim;
+};
+
+class CheckpointCommitter {
+ public:
+  // `durable` is what the store holds now (from load(), after the boot-id check).
+  CheckpointCommitter(boost::asio::any_io_executor executor, runtime::WorkerPool& pool, CheckpointStore& store,
+                      Checkpoint durable);
+  ~CheckpointCommitter();
+  CheckpointCommitter(const CheckpointCommitter&) = delete;
+  CheckpointCommitter& operator=(const CheckpointCommitter&) = delete;
+
+  // Applies the updates to current() now and returns once they are durable (or failed). The updates
+  // of one call are written together, never split across saves.
+  boost::asio::awaitable<Status> commit(std::vector<ClaimUpdate> updates);
+
+  // Returns once everything queued before the call has been saved (or failed); for shutdown.
+  boost::asio::awaitable<void> flush();
+
+  // The state including queued updates: what the pipeline reads for idempotency checks.
+  const Checkpoint& current() const;
+  // What the last successful save wrote.
+  const Checkpoint& durable() const;
+  // Saves this committer has started (successful or not).
+  uint64_t writes() const;
+
+ private:
+  struct State;
+  static boost::asio::awaitable<void> write_loop(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace nvdra::claims

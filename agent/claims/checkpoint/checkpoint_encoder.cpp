@@ -1,0 +1,132 @@
+#include "agent/claims/checkpoint/checkpoint_encoder.hpp"
+
+#include <boost/json/object.hpp>
+#include <boost/json/string.hpp>
+
+#include <utility>
+
+namespace nvdra::claims {
+namespace {
+
+namespace json = boost::json;
+
+// Where a claims object goes in a skeleton: the string "\x01", which go_json writes as below.
+// Boost.JSON writes every other string holding it the same way, so the skeletons are built with
+// their keys in the file's order and searched from the start: the placeholders come before the
+// only free-form string (nodeBootID).
+constexpr std::string_view kSlot = "\"\\u0001\"";
+json::value slot() { return json::string("\x01"); }
+
+// `"<uid>":<value>`: Boost.JSON's serialization of {uid: value} without its braces.
+std::string member(const std::string& uid, json::object value) {
+  json::object wrapper;
+  wrapper[uid] = std::move(value);
+  std::string text = go_json(wrapper);
+  return text.substr(1, text.size() - 2);
+}
+
+}  // namespace
+
+void CheckpointEncoder::refresh(const Checkpoint& cp, const std::vector<std::string>* changed) {
+  auto encode_one = [this](const std::string& uid, const CheckpointedClaim& c) {
+    Entry e;
+    e.v2.bytes = member(uid, encode_claim_v2(c));
+    if (c.state == ClaimState::kPrepareCompleted) e.v1.bytes = member(uid, encode_claim_v1(c));
+    members_.insert_or_assign(uid, std::move(e));
+  };
+  if (changed) {
+    for (const auto& uid : *changed) {
+      if (auto it = cp.claims.find(uid); it != cp.claims.end()) encode_one(uid, it->second);
+      else members_.erase(uid);
+    }
+  }
+  if (!changed || members_.size() != cp.claims.size()) {  // unknown base, or it was not ours
+    members_.clear();
+    for (const auto& [uid, c] : cp.claims) encode_one(uid, c);
+  }
+}
+
+void CheckpointEncoder::compute_spans() {
+  int budget = kSpansPerSave;
+  for (auto& [uid, e] : members_) {
+    if (std::exchange(e.fresh, false)) continue;
+    for (Member* m : {&e.v2, &e.v1}) {
+      if (m->span || m->bytes.empty() || budget == 0) continue;
+      m->span = std::make_unique<ChecksumSpan>(m->bytes);
+      --budget;
+    }
+    if (budget == 0) return;
+  }
+}
+
+uint32_t CheckpointEncoder::checksum(std::string_view skeleton, bool v1) const {
+  const std::size_t at = skeleton.find(kSlot);
+  GoChecksum sum;
+  sum.feed(skeleton.substr(0, at));
+  sum.feed("{");
+  bool first = true;
+  for (const auto& [uid, e] : members_) {
+    const Member& m = v1 ? e.v1 : e.v2;
+    if (m.bytes.empty()) continue;
+    if (!first) sum.feed(",");
+    first = false;
+    if (m.span) sum.feed(*m.span);
+    else sum.feed(m.bytes);
+  }
+  sum.feed("}");
+  sum.feed(skeleton.substr(at + kSlot.size()));
+  return sum.finish();
+}
+
+void CheckpointEncoder::append_claims(std::string& out, bool v1) const {
+  out += '{';
+  bool first = true;
+  for (const auto& [uid, e] : members_) {
+    const Member& m = v1 ? e.v1 : e.v2;
+    if (m.bytes.empty()) continue;
+    if (!first) out += ',';
+    first = false;
+    out += m.bytes;
+  }
+  out += '}';
+}
+
+std::string CheckpointEncoder::encode(const Checkpoint& cp, const std::vector<std::string>* changed) {
+  refresh(cp, changed);
+  if (cp.claims.empty()) return encode_checkpoint(cp);  // no claims objects: nothing to reuse
+  compute_spans();
+  bool any_completed = false;
+  for (const auto& [uid, e] : members_) any_completed = any_completed || !e.v1.bytes.empty();
+
+  json::object v2;  // the skeletons, in the file's key order (checkpoint_model.cpp)
+  v2["checksum"] = 0;
+  v2["preparedClaims"] = slot();
+  if (!cp.node_boot_id.empty()) v2["nodeBootID"] = cp.node_boot_id;
+  v2["checksum"] = checksum(go_json(v2), false);
+  json::object v1;
+  if (any_completed) v1["preparedClaims"] = slot();
+  json::object top;
+  top["checksum"] = 0;
+  top["v1"] = v1;
+  const std::string top_zero = go_json(top);
+  top["checksum"] = any_completed ? checksum(top_zero, true) : go_checksum(top_zero);
+  top["v2"] = std::move(v2);
+  const std::string skeleton = go_json(top);
+
+  std::string out;
+  std::size_t total = skeleton.size();
+  for (const auto& [uid, e] : members_) total += e.v2.bytes.size() + e.v1.bytes.size() + 2;
+  out.reserve(total);
+  std::size_t from = 0;
+  for (bool is_v1 : {true, false}) {
+    if (is_v1 && !any_completed) continue;
+    const std::size_t at = skeleton.find(kSlot, from);
+    out.append(skeleton, from, at - from);
+    append_claims(out, is_v1);
+    from = at + kSlot.size();
+  }
+  out.append(skeleton, from, std::string::npos);
+  return out;
+}
+
+}  // namespace nvdra::claims

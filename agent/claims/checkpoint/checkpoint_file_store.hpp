@@ -1,0 +1,86 @@
+#pragma once
+// FileCheckpointStore — the real CheckpointStore: <dir>/checkpoint.json in the Go plugin's format
+// (checkpoint_model.hpp), replaced atomically: temp file ".checkpoint.json.tmp.<pid>.<n>" in the
+// same directory, write, fsync, rename. So a reader (or a restart after kill -9 or power loss)
+// sees the old file or the new one, never a mix.
+//
+// What each step buys. The fsync before the rename makes the new file whole on disk before its
+// name can point at it, so after a power loss the file parses (old or new content) instead of
+// being empty or torn, which would stop the agent (CorruptCheckpointPolicy::kRefuse). The rename
+// is visible to every process at once, so after kill -9 the restarted agent reads exactly what
+// was committed. The directory is not fsynced after the rename (neither does upstream's writer):
+// that would only make the rename itself survive a power loss, and nothing the checkpoint
+// describes does — MIG instances, MPS daemons, time-slice settings and CDI specs on /var/run all
+// end with the boot, and a checkpoint whose nodeBootID is not the current boot is replaced by an
+// empty one at start (checkpoint_startup.hpp). It saves one journal commit, about half the cost
+// of a save, on each of a prepare's two state changes.
+//
+// open() creates the directory, takes an exclusive flock on <dir>/cp.lock for the store's
+// lifetime (the Go plugin's checkpoint lock: two plugins on one checkpoint would corrupt it) and
+// sweeps temp files left by a writer that died.
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "agent/base/metrics_sink.hpp"
+#include "agent/claims/checkpoint/checkpoint_encoder.hpp"
+#include "agent/claims/checkpoint/checkpoint_store.hpp"
+
+namespace nvdra::claims {
+
+// What load() does with a file that fails to parse or verify (or, kStartEmpty only, cannot be read).
+enum class CorruptCheckpointPolicy {
+  // load() fails and the file stays, a copy kept in "<file>.corrupt-<fnv32 of the bytes>"
+  // (upstream: the plugin crash-loops until someone fixes it).
+  kRefuse,
+  // The file is renamed "<file>.<why>-<UTC time, 20261124T161900Z>" (why: corrupt, unknown-version
+  // or unreadable) and load() reports no checkpoint, with moved_aside and problem set: the agent
+  // keeps serving and rebuilds what it can.
+  kStartEmpty,
+};
+
+struct FileCheckpointStoreOptions {
+  std::string dir;  // <kubelet-plugins-dir>/<driver name>
+  std::string file_name = std::string(kCheckpointFileName);
+  CorruptCheckpointPolicy on_corrupt = CorruptCheckpointPolicy::kRefuse;
+  // Saves and fsyncs are also reported here, labelled with the driver (nvdra_checkpoint_*).
+  metrics::Sink* metrics = &metrics::null_sink();
+  std::string driver;
+};
+
+class FileCheckpointStore final : public CheckpointStore {
+ public:
+  static Result<std::unique_ptr<FileCheckpointStore>> open(FileCheckpointStoreOptions options);
+  // True for open()'s "lock held by another process" (kUnavailable: the holder may exit).
+  static bool is_lock_held(const Error& error);
+  ~FileCheckpointStore() override;
+
+  Result<LoadedCheckpoint> load() override;
+  Status save(const Checkpoint& checkpoint) override;
+  Status save_changed(const Checkpoint& checkpoint, const std::vector<std::string>& changed) override;
+  CheckpointStats stats() const override;
+  std::string location() const override { return path_; }
+
+  // Writes bytes exactly as given (atomically, durably): for tests and upgrade tooling.
+  Status save_bytes(const std::string& bytes);
+
+  // Keeps the current file's content under "<file>.<why>-<UTC time>" (a hard link: the next save
+  // replaces the file, not the copy); returns that path. For a checkpoint of another boot.
+  Result<std::string> keep_copy(std::string_view why);
+
+ private:
+  FileCheckpointStore(FileCheckpointStoreOptions options, int lock_fd);
+  Status fsync_fd(int fd, const std::string& what);
+  std::string aside_path(std::string_view why) const;
+  Status sync_dir();
+
+  FileCheckpointStoreOptions options_;
+  std::string path_;
+  int lock_fd_;
+  uint64_t temp_counter_ = 0;
+  CheckpointEncoder encoder_;  // save() and save_changed() only (not re-entrant, as they are)
+  std::atomic<uint64_t> saves_{0};
+  std::atomic<uint64_t> fsyncs_{0};
+};
+
+}  // namespace nvdra::claims
