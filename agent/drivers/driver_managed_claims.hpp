@@ -12,7 +12,8 @@
 // node's daemon Ready (ComputeDomainClique, or the ComputeDomain's status.nodes) → no clique: no
 // device (and a Warning Event on the claim) → CDI spec with channel 0 (or all channels for
 // allocationMode All) → PrepareCompleted. Readiness comes from ComputeDomainCache's watches: a prepare
-// waits for the next change, at most `readiness_wait`, and never holds anything another claim needs.
+// waits for the next change until shortly before kubelet's deadline for the call (`readiness_wait`
+// when the call has none), and never holds anything another claim needs.
 // Unprepare: the node label (a channel's, only when it names the claim's domain), the CDI spec, the
 // entry. A domain directory goes when the cache sees its ComputeDomain deleted and no prepared daemon
 // claim names it. Entries of host-managed mode (channel form, no label) unprepare the same way.
@@ -48,6 +49,12 @@ class ComputeDomainCache;
 class NodeLabels;
 struct DomainClaimPlan;
 
+// How long one prepare may wait for the ComputeDomain watches, and how that was decided (for errors).
+struct WaitBound {
+  std::chrono::steady_clock::time_point until;
+  std::string why;
+};
+
 struct DriverManagedOptions {
   int64_t channel_major = 0;   // nvidia-caps-imex-channels
   int64_t caps_major = 0;      // nvidia-caps (the fabric-imex-mgmt node), with a clique only
@@ -56,6 +63,7 @@ struct DriverManagedOptions {
   std::string plugin_dir;      // <kubelet-plugins-dir>/compute-domain.nvidia.com
   std::string pool;            // the node name
   bool use_cliques = true;     // gate ComputeDomainCliques
+  // The readiness wait of a call without a deadline; a call's own deadline (kubelet's) bounds it otherwise.
   std::chrono::milliseconds readiness_wait{40000};
   claims::ConfigGates gates;
   // Set when a start-up check failed (driver too old for IMEXDaemonsWithDNSNames, no channel major, a
@@ -101,10 +109,13 @@ class DriverManagedClaimHandler final : public kubelet::ClaimHandler {
                                                                                       const Decided& d);
   boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare_channel(const kubelet::ClaimRef& claim,
                                                                                        const Decided& d);
-  boost::asio::awaitable<Status> check_domain(const std::string& uid, const kubelet::ClaimRef& claim);
-  boost::asio::awaitable<Status> await_ready(const std::string& uid, const kubelet::ClaimRef& claim);
-  boost::asio::awaitable<Status> await_synced();
-  boost::asio::awaitable<std::optional<DomainInfo>> find_domain(const std::string& uid);
+  WaitBound wait_bound(const kubelet::ClaimRef& claim) const;
+  boost::asio::awaitable<Status> check_domain(const std::string& uid, const kubelet::ClaimRef& claim,
+                                              const WaitBound& bound);
+  boost::asio::awaitable<Status> await_ready(const std::string& uid, const kubelet::ClaimRef& claim,
+                                             const WaitBound& bound);
+  boost::asio::awaitable<Status> await_synced(const WaitBound& bound);
+  boost::asio::awaitable<std::optional<DomainInfo>> find_domain(const std::string& uid, const WaitBound& bound);
   boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> complete(
       const kubelet::ClaimRef& claim, const Decided& d, claims::CheckpointedClaim entry,
       std::vector<cdi::NamedEdits> edits, std::vector<std::string> extra_ids);

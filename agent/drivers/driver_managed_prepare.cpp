@@ -1,4 +1,5 @@
 // DriverManagedClaimHandler's daemon and channel prepares (driver_managed_claims.hpp).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -58,11 +59,26 @@ Status write_domain_dir(const fs::path& dir) {
 }  // namespace
 
 // A ComputeDomain created a moment ago may not have reached the watch yet: a miss waits this long for
-// it before the permanent "not found".
+// it (never past the call's wait bound) before the permanent "not found".
 constexpr std::chrono::seconds kDomainArrival{5};
 
-boost::asio::awaitable<std::optional<DomainInfo>> DriverManagedClaimHandler::find_domain(const std::string& uid) {
-  const auto deadline = std::chrono::steady_clock::now() + kDomainArrival;
+// How long a prepare may wait for the watches: until shortly before kubelet's deadline for this call,
+// so that kubelet reads the reason rather than DEADLINE_EXCEEDED; the fixed bound when the call has
+// none. The margin (a tenth of what is left, at most 1 s) covers answering.
+WaitBound DriverManagedClaimHandler::wait_bound(const kubelet::ClaimRef& claim) const {
+  const auto now = std::chrono::steady_clock::now();
+  if (!claim.deadline)
+    return {now + options_.readiness_wait,
+            "waited " + std::to_string(options_.readiness_wait.count()) + " ms, the call had no deadline"};
+  const auto left = std::max(std::chrono::steady_clock::duration::zero(), *claim.deadline - now);
+  const auto margin = std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(1), left / 10);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(left - margin).count();
+  return {now + (left - margin), "waited " + std::to_string(ms) + " ms, until just before kubelet's deadline"};
+}
+
+boost::asio::awaitable<std::optional<DomainInfo>> DriverManagedClaimHandler::find_domain(const std::string& uid,
+                                                                                        const WaitBound& bound) {
+  const auto deadline = std::min(bound.until, std::chrono::steady_clock::now() + kDomainArrival);
   for (;;) {
     auto domain = cache_->domain(uid);
     if (domain || std::chrono::steady_clock::now() >= deadline) co_return domain;
@@ -70,21 +86,21 @@ boost::asio::awaitable<std::optional<DomainInfo>> DriverManagedClaimHandler::fin
   }
 }
 
-boost::asio::awaitable<Status> DriverManagedClaimHandler::await_synced() {
-  const auto deadline = std::chrono::steady_clock::now() + options_.readiness_wait;
+boost::asio::awaitable<Status> DriverManagedClaimHandler::await_synced(const WaitBound& bound) {
   while (!cache_->synced()) {
-    if (std::chrono::steady_clock::now() >= deadline)
+    if (std::chrono::steady_clock::now() >= bound.until)
       co_return make_error(ErrorCode::kUnavailable, "the ComputeDomain and ComputeDomainClique watches have not "
-                                                    "listed yet (is the API server reachable?)");
-    co_await cache_->wait_change(deadline);
+                                                    "listed yet (is the API server reachable?; " + bound.why + ")");
+    co_await cache_->wait_change(bound.until);
   }
   co_return Status{};
 }
 
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManagedClaimHandler::prepare_daemon(
     const kubelet::ClaimRef& claim, const Decided& d) {
-  if (auto st = co_await await_synced(); !st) co_return with_claim(st.error(), claim);
-  auto domain = co_await find_domain(d.domain_id);
+  const auto bound = wait_bound(claim);
+  if (auto st = co_await await_synced(bound); !st) co_return with_claim(st.error(), claim);
+  auto domain = co_await find_domain(d.domain_id, bound);
   if (!domain) co_return with_claim(not_found(d.domain_id), claim);
   CheckpointedClaim entry{ClaimState::kPrepareStarted, claims::encode_claim_status(d.recorded), {}, claim.name,
                           claim.namespace_name, {}};
@@ -99,9 +115,10 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManag
 }
 
 boost::asio::awaitable<Status> DriverManagedClaimHandler::check_domain(const std::string& uid,
-                                                                       const kubelet::ClaimRef& claim) {
-  if (auto st = co_await await_synced(); !st) co_return st;
-  auto domain = co_await find_domain(uid);
+                                                                       const kubelet::ClaimRef& claim,
+                                                                       const WaitBound& bound) {
+  if (auto st = co_await await_synced(bound); !st) co_return st;
+  auto domain = co_await find_domain(uid, bound);
   if (!domain) co_return not_found(uid);
   if (domain->ns != claim.namespace_name)
     co_return make_error(ErrorCode::kFailedPrecondition,
@@ -112,16 +129,16 @@ boost::asio::awaitable<Status> DriverManagedClaimHandler::check_domain(const std
 }
 
 boost::asio::awaitable<Status> DriverManagedClaimHandler::await_ready(const std::string& uid,
-                                                                      const kubelet::ClaimRef& claim) {
-  const auto deadline = std::chrono::steady_clock::now() + options_.readiness_wait;
+                                                                      const kubelet::ClaimRef& claim,
+                                                                      const WaitBound& bound) {
+  const auto deadline = bound.until;
   bool waited = false;
   for (;;) {
     const auto r = cache_->readiness(uid, options_.clique_id, options_.use_cliques);
     if (r.ready) co_return Status{};
     if (!cache_->domain(uid)) co_return not_found(uid);  // deleted while this prepare waited
     if (std::chrono::steady_clock::now() >= deadline)
-      co_return imex::not_ready_error(r.detail + " (waited " + std::to_string(options_.readiness_wait.count()) +
-                                      " ms for the IMEX daemon's Ready)");
+      co_return imex::not_ready_error(r.detail + " (" + bound.why + " for the IMEX daemon's Ready)");
     if (!waited)
       nvdra::logger("compute-domain")->info("claim={} waiting for IMEX daemon readiness: {}", claim.describe(),
                                             r.detail);
@@ -138,7 +155,8 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManag
     if (other && other->kind == DomainDeviceKind::kChannel)
       co_return with_claim(imex::channel_conflict_error(uid), claim);
   }
-  if (auto st = co_await check_domain(d.domain_id, claim); !st) co_return with_claim(st.error(), claim);
+  const auto bound = wait_bound(claim);
+  if (auto st = co_await check_domain(d.domain_id, claim, bound); !st) co_return with_claim(st.error(), claim);
   CheckpointedClaim entry{ClaimState::kPrepareStarted, claims::encode_claim_status(d.recorded), {}, claim.name,
                           claim.namespace_name, {}};
   // The entry names the domain from the start, so that an unprepare after a failed try removes the label.
@@ -152,7 +170,7 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManag
   if (!holder)
     if (auto st = co_await labels_->write(key, d.domain_id); !st) co_return with_claim(st.error(), claim);
   crash_point("imex-dm.prepare.after-label");
-  if (auto st = co_await await_ready(d.domain_id, claim); !st) co_return with_claim(st.error(), claim);
+  if (auto st = co_await await_ready(d.domain_id, claim, bound); !st) co_return with_claim(st.error(), claim);
   if (options_.clique_id.empty()) {
     // Upstream's answer (success, no device node); the workload's owner is told why it has no channel.
     if (events_)

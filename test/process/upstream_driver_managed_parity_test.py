@@ -10,6 +10,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cdi_edits import claim_edits
+from compute_domain_objects import clique_object
 from gpu_node import CD
 from upstream_node import UpstreamPlugins, exit_without_upstream, needs_upstream, upstream_node
 from upstream_parity_test import comparable, ids_of, slices_of
@@ -60,10 +61,7 @@ class DriverManagedParity(unittest.TestCase):
                                   namespace="other", driver=CD)
             out["wrong"] = plugin.prepare([wrong])[wrong.uid]["error"]
             clique = node.wait_log(r"mode=driverManaged clique=(\S+)").group(1)
-            node.api.put_object({"apiVersion": GV, "kind": "ComputeDomainClique",
-                                 "metadata": {"name": f"{uid}.{clique}", "namespace": "default"},
-                                 "daemons": [{"nodeName": node.node, "ipAddress": "10.0.0.7", "cliqueID": clique,
-                                              "index": 0, "status": "Ready"}]})
+            node.api.put_object(clique_object(uid, clique, node.node))
             claim = node.allocate(f"ch-{which}", [("channel", "channel-0")], [([], channel_config(uid))], driver=CD)
             answer = plugin.prepare([claim])[claim.uid]
             out["answer"] = (answer["error"], [i.replace(claim.uid, "<uid>") for i in ids_of(answer)])
@@ -119,10 +117,7 @@ class DriverManagedTakeOver(unittest.TestCase):
                                        "metadata": {"name": "cd", "namespace": "default"},
                                        "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": "t"}}}})
         self.uid = cd["metadata"]["uid"]
-        self.node.api.put_object({"apiVersion": GV, "kind": "ComputeDomainClique",
-                                  "metadata": {"name": f"{self.uid}.{self.clique}", "namespace": "default"},
-                                  "daemons": [{"nodeName": self.node.node, "ipAddress": "10.0.0.7",
-                                               "cliqueID": self.clique, "index": 0, "status": "Ready"}]})
+        self.node.api.put_object(clique_object(self.uid, self.clique, self.node.node))
         self.claim = self.node.allocate("ch", [("channel", "channel-0")], [([], channel_config(self.uid))], driver=CD)
 
     def side(self, which):

@@ -61,6 +61,39 @@ def selector_matcher(selector):
     return lambda obj: all((field_value(obj, k) == v) == eq for k, v, eq in terms)
 
 
+def label_matcher(selector):
+    """A labelSelector's equality terms (`k=v`, `k==v`, `k!=v`) and existence terms (`k`, `!k`), as the API
+    server reads them; set-based terms (`in`, `notin`) are refused with ValueError."""
+    terms = []
+    for term in filter(None, (t.strip() for t in (selector or "").split(","))):
+        if " in " in term or " notin " in term or "(" in term:
+            raise ValueError(f"labelSelector term {term!r}: set-based terms are not served by this double")
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            terms.append((k, v, "ne"))
+        elif "=" in term:
+            k, v = term.split("=", 1)
+            terms.append((k.rstrip("="), v.lstrip("="), "eq"))
+        elif term.startswith("!"):
+            terms.append((term[1:], None, "absent"))
+        else:
+            terms.append((term, None, "present"))
+
+    def one(labels, k, v, op):
+        if op == "eq":
+            return labels.get(k) == v
+        if op == "ne":
+            return labels.get(k) != v
+        return (k in labels) == (op == "present")
+    return lambda obj: all(one((obj.get("metadata") or {}).get("labels") or {}, k, v, op) for k, v, op in terms)
+
+
+def query_matcher(query):
+    """fieldSelector and labelSelector of a list or watch, both applying."""
+    fields, labels = selector_matcher(query.get("fieldSelector")), label_matcher(query.get("labelSelector"))
+    return lambda obj: fields(obj) and labels(obj)
+
+
 class ApiServerDouble:
     """Start with start(); the URL, CA and a token are then in .url, .ca_file, .tokens."""
 
