@@ -36,26 +36,6 @@ Error not_found(const std::string& uid) {
   return e;
 }
 
-// <dir>/imexd.cfg.tmpl, written whole and renamed into place (0644 in a 0755 directory).
-Status write_domain_dir(const fs::path& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (!ec) fs::permissions(dir, fs::perms(0755), ec);
-  if (ec) return make_error(ErrorCode::kInternal, "cannot create domain directory " + dir.string() + ": " + ec.message());
-  const auto file = dir / std::string(imex::kDaemonTemplateFile);
-  const auto tmp = dir / (std::string(imex::kDaemonTemplateFile) + ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << imex::daemon_config_template();
-    out.flush();
-    if (!out) return make_error(ErrorCode::kInternal, "cannot write " + tmp.string());
-  }
-  fs::permissions(tmp, fs::perms(0644), ec);
-  if (!ec) fs::rename(tmp, file, ec);
-  if (ec) return make_error(ErrorCode::kInternal, "cannot write " + file.string() + ": " + ec.message());
-  return {};
-}
-
 }  // namespace
 
 // A ComputeDomain created a moment ago may not have reached the watch yet: a miss waits this long for
@@ -98,20 +78,16 @@ boost::asio::awaitable<Status> DriverManagedClaimHandler::await_synced(const Wai
 
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManagedClaimHandler::prepare_daemon(
     const kubelet::ClaimRef& claim, const Decided& d) {
-  const auto bound = wait_bound(claim);
-  if (auto st = co_await await_synced(bound); !st) co_return with_claim(st.error(), claim);
-  auto domain = co_await find_domain(d.domain_id, bound);
+  auto c = start_prepare(claim, d);
+  if (auto st = co_await await_synced(c.bound); !st) co_return with_claim(st.error(), claim);
+  auto domain = co_await find_domain(d.domain_id, c.bound);
   if (!domain) co_return with_claim(not_found(d.domain_id), claim);
-  CheckpointedClaim entry{ClaimState::kPrepareStarted, claims::encode_claim_status(d.recorded), {}, claim.name,
-                          claim.namespace_name, {}};
-  if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return with_claim(st.error(), claim);
-  const fs::path dir = fs::path(options_.plugin_dir) / "domains" / d.domain_id;
-  if (auto st = co_await pool_.run([&dir] { return write_domain_dir(dir); }); !st) co_return with_claim(st.error(), claim);
+  const auto dir = fs::path(options_.plugin_dir) / "domains" / d.domain_id;
   cdi::ImexDaemon daemon{options_.clique_id, domain->uid, domain->name, domain->ns, dir.string(), options_.caps_major,
                          options_.fabric_mgmt};
-  std::vector<cdi::NamedEdits> edits{{std::string(d.result.device), cdi::imex_daemon_edits(daemon)}};
-  std::vector<std::string> base{cdi::qualified_device_id(cdi::kComputeDomainVendor, "device", "all")};
-  co_return co_await complete(claim, d, std::move(entry), std::move(edits), std::move(base));
+  c.edits.push_back({std::string(d.result.device), cdi::imex_daemon_edits(daemon)});
+  c.ids.push_back(cdi::qualified_device_id(cdi::kComputeDomainVendor, "device", "all"));
+  co_return co_await run(daemon_steps_, c, d);
 }
 
 boost::asio::awaitable<Status> DriverManagedClaimHandler::check_domain(const std::string& uid,
@@ -155,39 +131,30 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManag
     if (other && other->kind == DomainDeviceKind::kChannel)
       co_return with_claim(imex::channel_conflict_error(uid), claim);
   }
-  const auto bound = wait_bound(claim);
-  if (auto st = co_await check_domain(d.domain_id, claim, bound); !st) co_return with_claim(st.error(), claim);
-  CheckpointedClaim entry{ClaimState::kPrepareStarted, claims::encode_claim_status(d.recorded), {}, claim.name,
-                          claim.namespace_name, {}};
+  auto c = start_prepare(claim, d);
+  if (auto st = co_await check_domain(d.domain_id, claim, c.bound); !st) co_return with_claim(st.error(), claim);
   // The entry names the domain from the start, so that an unprepare after a failed try removes the label.
-  entry.prepared_devices = encode_domain_groups(DomainDeviceKind::kChannel, {}, d.result.request, d.domain_id);
-  if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return with_claim(st.error(), claim);
-  crash_point("imex-dm.prepare.after-started");
-  const std::string key(imex::kDomainLabel);
-  if (auto st = co_await labels_->load(); !st) co_return with_claim(st.error(), claim);
-  const auto holder = labels_->value(key);
-  if (holder && *holder != d.domain_id) co_return with_claim(imex::label_conflict_error(*holder, d.domain_id), claim);
-  if (!holder)
-    if (auto st = co_await labels_->write(key, d.domain_id); !st) co_return with_claim(st.error(), claim);
-  crash_point("imex-dm.prepare.after-label");
-  if (auto st = co_await await_ready(d.domain_id, claim, bound); !st) co_return with_claim(st.error(), claim);
-  if (options_.clique_id.empty()) {
-    // Upstream's answer (success, no device node); the workload's owner is told why it has no channel.
-    if (events_)
-      events_->record(k8s::EventInfo{claim_object(claim), k8s::kEventTypeWarning, kReasonNoClique, kActionPrepare,
-                                     "node " + options_.pool + " has no NVLink clique (no GPU reports a fabric "
-                                     "clique id): IMEX channel of ComputeDomain " + d.domain_id +
+  c.entry.prepared_devices = encode_domain_groups(DomainDeviceKind::kChannel, {}, d.result.request, d.domain_id);
+  if (!options_.clique_id.empty()) {  // no clique: no spec, no device (upstream's answer)
+    cdi::ContainerEdits edits;
+    const unsigned count = d.allocation_mode == "All" ? kChannelCount : 1;
+    for (unsigned id = 0; id < count; ++id) {
+      auto one = cdi::imex_channel_edits(cdi::ImexChannel{id, options_.channel_major});
+      edits.device_nodes.insert(edits.device_nodes.end(), one.device_nodes.begin(), one.device_nodes.end());
+    }
+    c.edits.push_back({std::string(d.result.device), std::move(edits)});
+  }
+  co_return co_await run(channel_steps_, c, d);
+}
+
+// After readiness on a node without a clique: upstream's answer (success, no device node), and the
+// workload's owner is told why it has no channel.
+void DriverManagedClaimHandler::tell_no_clique(const DomainPrepare& c) {
+  if (!options_.clique_id.empty() || !events_) return;
+  events_->record(k8s::EventInfo{claim_object(c.claim), k8s::kEventTypeWarning, kReasonNoClique, kActionPrepare,
+                                 "node " + options_.pool + " has no NVLink clique (no GPU reports a fabric clique "
+                                 "id): IMEX channel of ComputeDomain " + c.domain_id +
                                      " prepared without a device node, as upstream does"});
-    co_return co_await complete(claim, d, std::move(entry), {}, {});
-  }
-  cdi::ContainerEdits edits;
-  const unsigned count = d.allocation_mode == "All" ? kChannelCount : 1;
-  for (unsigned id = 0; id < count; ++id) {
-    auto one = cdi::imex_channel_edits(cdi::ImexChannel{id, options_.channel_major});
-    edits.device_nodes.insert(edits.device_nodes.end(), one.device_nodes.begin(), one.device_nodes.end());
-  }
-  std::vector<cdi::NamedEdits> named{{std::string(d.result.device), std::move(edits)}};
-  co_return co_await complete(claim, d, std::move(entry), std::move(named), {});
 }
 
 }  // namespace nvdra::drivers
