@@ -30,8 +30,6 @@ using claims::ClaimUpdate;
 
 namespace {
 
-constexpr std::string_view kDriver = claims::kComputeDomainDriverName;
-
 // Upstream's CD checkpoint group (reference §6.1): channel device + configState with Go's
 // capitalised field names.
 json::array encode_groups(const kubelet::PreparedDevice& d, const std::string& request, const std::string& domain) {
@@ -107,14 +105,8 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> ComputeDoma
 
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> ComputeDomainClaimHandler::prepare_new(
     kubelet::ClaimRef claim) {
-  if (!api_)
-    co_return with_claim(make_error(ErrorCode::kUnavailable,
-                                    "no Kubernetes API server is configured (--kubeconfig or in-cluster): cannot read "
-                                    "the claim's allocation"),
-                         claim);
-  k8s::ClaimRef ref{claim.namespace_name, claim.name, claim.uid};
-  auto allocation = co_await k8s::lookup_claim(*api_, ref, std::string(kDriver));
-  if (!allocation) co_return with_claim(allocation.error(), claim);
+  auto allocation = co_await read_domain_allocation(api_.get(), claim);
+  if (!allocation) co_return allocation.error();
   auto plan = plan_host_managed(*allocation, claim, options_.gates);
   if (!plan) co_return with_claim(plan.error(), claim);
   if (auto st = co_await admit(*plan, claim); !st) co_return st.error();

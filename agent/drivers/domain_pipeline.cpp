@@ -1,7 +1,10 @@
 #include "agent/drivers/domain_pipeline.hpp"
 
+#include "agent/claims/claim_source.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "cdi/naming.hpp"
+#include "k8s/api_server.hpp"
+#include "k8s/claim_lookup.hpp"
 
 namespace nvdra::drivers {
 
@@ -21,6 +24,18 @@ void reach(void (*point)()) {
 }
 
 }  // namespace
+
+boost::asio::awaitable<Result<k8s::ClaimAllocation>> read_domain_allocation(k8s::ApiServer* api,
+                                                                            const kubelet::ClaimRef& claim) {
+  if (!api)
+    co_return naming(make_error(ErrorCode::kUnavailable, "no Kubernetes API server is configured (--kubeconfig or "
+                                                         "in-cluster): cannot read the claim's allocation"),
+                     claim);
+  k8s::ClaimRef ref{claim.namespace_name, claim.name, claim.uid};
+  auto allocation = co_await k8s::lookup_claim(*api, ref, std::string(claims::kComputeDomainDriverName));
+  if (!allocation) co_return naming(allocation.error(), claim);
+  co_return std::move(*allocation);
+}
 
 CheckpointedClaim started_entry(const kubelet::ClaimRef& claim, const boost::json::value& status) {
   return CheckpointedClaim{ClaimState::kPrepareStarted, status, {}, claim.name, claim.namespace_name, {}};

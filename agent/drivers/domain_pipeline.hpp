@@ -23,6 +23,10 @@
 #include "cdi/spec_store.hpp"
 
 namespace nvdra::runtime { class WorkerPool; }
+namespace nvdra::k8s {
+class ApiServer;
+struct ClaimAllocation;
+}  // namespace nvdra::k8s
 
 namespace nvdra::drivers {
 
@@ -87,6 +91,11 @@ class DomainClaimBook {
   DomainCrashPoints points_;
   std::unique_ptr<SpecStep> spec_step_;
 };
+
+// The claim's allocation for compute-domain.nvidia.com, read from the API (`api` null: no API server is
+// configured, said so). Errors name the claim.
+boost::asio::awaitable<Result<k8s::ClaimAllocation>> read_domain_allocation(k8s::ApiServer* api,
+                                                                            const kubelet::ClaimRef& claim);
 
 // PrepareStarted entry of a claim (its recorded allocation status, name and namespace).
 claims::CheckpointedClaim started_entry(const kubelet::ClaimRef& claim, const boost::json::value& status);

@@ -72,14 +72,8 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManag
 
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManagedClaimHandler::prepare_new(
     kubelet::ClaimRef claim) {
-  if (!api_)
-    co_return with_claim(make_error(ErrorCode::kUnavailable,
-                                    "no Kubernetes API server is configured (--kubeconfig or in-cluster): cannot read "
-                                    "the claim's allocation"),
-                         claim);
-  k8s::ClaimRef ref{claim.namespace_name, claim.name, claim.uid};
-  auto allocation = co_await k8s::lookup_claim(*api_, ref, std::string(claims::kComputeDomainDriverName));
-  if (!allocation) co_return with_claim(allocation.error(), claim);
+  auto allocation = co_await read_domain_allocation(api_.get(), claim);
+  if (!allocation) co_return allocation.error();
   auto decided = decide(*allocation, claim, options_.gates);
   if (!decided) co_return with_claim(decided.error(), claim);
   if (decided->kind == DomainDeviceKind::kDaemon) co_return co_await prepare_daemon(claim, *decided);
