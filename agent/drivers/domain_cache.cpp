@@ -111,8 +111,13 @@ asio::awaitable<void> ComputeDomainCache::run_cliques() {
     k8s::Reflector cliques(ex_, api_, kCliques, options, &changed);
     nvdra::logger("compute-domain")->debug("watching ComputeDomainCliques in {} selected by {}", driver_ns_,
                                            clique_selector_);
-    co_await (cliques.run() || follow(changed, cliques, true) || reselect_->wait());
+    co_await (cliques.run() || follow(changed, cliques, true) || reselected(options.label_selector));
   }
+}
+
+// Returns once select_clique() has chosen another selection than `current`.
+asio::awaitable<void> ComputeDomainCache::reselected(std::string current) {
+  while (clique_selector_ == current) co_await reselect_->wait();
 }
 
 asio::awaitable<void> ComputeDomainCache::follow(k8s::ChangeSignal& signal, k8s::Reflector& r, bool cliques) {

@@ -87,6 +87,7 @@ class ComputeDomainCache : public std::enable_shared_from_this<ComputeDomainCach
  private:
   boost::asio::awaitable<void> run();
   boost::asio::awaitable<void> run_cliques();
+  boost::asio::awaitable<void> reselected(std::string current);
   boost::asio::awaitable<void> follow(k8s::ChangeSignal& signal, k8s::Reflector& r, bool cliques);
   void rebuild_domains(const std::map<std::string, std::string>& objects);
   void rebuild_cliques(const std::map<std::string, std::string>& objects);
