@@ -3,7 +3,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -16,7 +15,6 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 
-#include <list>
 #include <stdexcept>
 
 #include "agent/admission/admission_review.hpp"
@@ -24,6 +22,7 @@
 #include "agent/admission/webhook_metrics.hpp"
 #include "agent/base/log.hpp"
 #include "agent/metrics/metrics_server.hpp"
+#include "agent/metrics/tcp_listener.hpp"
 #include "agent/runtime/worker_pool.hpp"
 
 namespace nvdra::admission {
@@ -42,9 +41,8 @@ struct WebhookServer::State {
   TlsFiles& tls;
   WebhookMetrics& metrics;
   std::shared_ptr<spdlog::logger> log;
-  std::list<beast::tcp_stream*> open;  // live connections, closed at shutdown
+  metrics::OpenConnections open;  // live connections, closed at shutdown
   std::size_t reloads_seen = 0, failures_seen = 0;
-  bool stopping = false;
   // The certificate files are stat'ed (and read when they changed) off the io_context, one check at
   // a time: TlsFiles is used from this one thread only.
   runtime::WorkerPool tls_files{1};
@@ -134,7 +132,7 @@ asio::awaitable<void> serve_requests(std::shared_ptr<WebhookServer::State> s,
       co_return co_await refuse(stream, *s, http::status::request_header_fields_too_large, "request head too large\n",
                                 "too_large");
     if (read_error == http::error::end_of_stream || read_error == asio::ssl::error::stream_truncated ||
-        read_error == asio::error::eof || read_error == beast::error::timeout || s->stopping)
+        read_error == asio::error::eof || read_error == beast::error::timeout || s->open.stopping)
       co_return;  // the peer closed or went idle, or shutdown
     if (read_error && read_error.category() == http::make_error_code(http::error::bad_method).category())
       co_return co_await refuse(stream, *s, http::status::bad_request, "malformed HTTP request: " + read_error.message() + "\n",
@@ -145,7 +143,7 @@ asio::awaitable<void> serve_requests(std::shared_ptr<WebhookServer::State> s,
     beast::get_lowest_layer(stream).expires_after(s->options.io_timeout);
     auto [write_error, written] = co_await http::async_write(stream, res, kNoThrow);
     (void)written;
-    if (write_error || !keep || s->stopping) co_return;
+    if (write_error || !keep || s->open.stopping) co_return;
   }
 }
 
@@ -156,7 +154,7 @@ void note_reloads(WebhookServer::State& s) {
 
 asio::awaitable<void> serve_connection(std::shared_ptr<WebhookServer::State> s, tcp::socket socket) {
   beast::tcp_stream tcp_stream(std::move(socket));
-  const auto registered = s->open.insert(s->open.end(), &tcp_stream);
+  const auto registered = s->open.streams.insert(s->open.streams.end(), &tcp_stream);
   beast::flat_buffer buffer;
   tcp_stream.expires_after(s->options.io_timeout);
   auto [detect_error, is_tls] = co_await beast::async_detect_ssl(tcp_stream, buffer, kNoThrow);
@@ -180,7 +178,7 @@ asio::awaitable<void> serve_connection(std::shared_ptr<WebhookServer::State> s, 
       co_await stream.async_shutdown(kNoThrow);
     }
   }
-  s->open.erase(registered);
+  s->open.streams.erase(registered);
   beast::error_code ignored;
   tcp_stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
 }
@@ -190,21 +188,8 @@ asio::awaitable<void> serve_connection(std::shared_ptr<WebhookServer::State> s, 
 WebhookServer::WebhookServer(asio::any_io_executor ex, WebhookServerOptions options, TlsFiles& tls,
                              WebhookMetrics& metrics)
     : state_(std::make_shared<State>(ex, std::move(options), tls, metrics)) {
-  const auto where = metrics::parse_listen_endpoint(state_->options.listen);
-  auto& a = state_->acceptor;
-  boost::system::error_code ec;
-  auto open = [&](const tcp::endpoint& e) {
-    ec.clear();
-    if (a.is_open()) a.close(ec);
-    a.open(e.protocol(), ec);
-    if (!ec && e.address().is_v6() && e.address().is_unspecified()) a.set_option(asio::ip::v6_only(false), ec);
-    if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
-    if (!ec) a.bind(e, ec);
-    if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  };
-  open(where);
-  if (ec && where.address().is_v6() && where.address().is_unspecified()) open(tcp::endpoint(tcp::v4(), where.port()));
-  if (ec) throw std::runtime_error("webhook: cannot listen on " + state_->options.listen + ": " + ec.message());
+  if (auto ec = metrics::listen_at(state_->acceptor, metrics::parse_listen_endpoint(state_->options.listen)))
+    throw std::runtime_error("webhook: cannot listen on " + state_->options.listen + ": " + ec.message());
 }
 
 WebhookServer::~WebhookServer() {
@@ -215,26 +200,12 @@ WebhookServer::~WebhookServer() {
 tcp::endpoint WebhookServer::local_endpoint() const { return state_->acceptor.local_endpoint(); }
 
 asio::awaitable<void> WebhookServer::run() {
-  auto s = state_;
+  auto s = state_;  // held while the loop runs: it uses s's acceptor and connections
   const auto ex = co_await asio::this_coro::executor;
-  std::exception_ptr failure;
-  try {
-    for (;;) {
-      auto socket = co_await s->acceptor.async_accept(asio::use_awaitable);
-      if (s->open.size() >= s->options.connections) {
-        s->metrics.refused("connections");
-        continue;  // closed as it goes out of scope; the API server retries on another replica
-      }
-      asio::co_spawn(ex, serve_connection(s, std::move(socket)), asio::detached);
-    }
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  s->stopping = true;
-  boost::system::error_code ignored;
-  s->acceptor.close(ignored);
-  for (auto* stream : s->open) stream->socket().close(ignored);
-  std::rethrow_exception(failure);
+  // Past the limit a connection is closed at once; the API server retries on another replica.
+  co_await metrics::accept_connections(
+      s->acceptor, s->open, s->options.connections, [&s] { s->metrics.refused("connections"); },
+      [&s, ex](tcp::socket socket) { asio::co_spawn(ex, serve_connection(s, std::move(socket)), asio::detached); });
 }
 
 }  // namespace nvdra::admission

@@ -120,7 +120,9 @@ std::string_view kind_name(const OpaqueConfig& config);
 // Decodes one opaque parameters object (the raw JSON bytes of opaque.parameters). Errors are
 // kInvalidArgument with upstream's wording: "strict decoding error: unknown field \"a.b\"",
 // "Object 'Kind' is missing in '…'", "no kind \"X\" is registered for version \"V\" …"; Error::field
-// holds the dotted path of the first offending field. The gates are not consulted here.
+// holds the dotted path of the first offending field. After upstream's words an unknown field's error
+// lists what its object takes: "; allowed fields of a: b, c" ("; allowed fields: …" at the top level).
+// The gates are not consulted here.
 Result<OpaqueConfig> decode_opaque_config(std::string_view json, DecodeMode mode = DecodeMode::kStrict);
 
 // Upstream Normalize: fills implied defaults (timeSlicingConfig {interval: Default} and mpsConfig {}

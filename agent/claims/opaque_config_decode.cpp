@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <charconv>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "agent/claims/config_quantity.hpp"
 #include "agent/claims/opaque_config.hpp"
@@ -47,7 +50,10 @@ class Decoder {
     for (auto field : obj) {
       const std::string field_path = join(path, field.key);
       if (std::find(known.begin(), known.end(), field.key) == known.end()) {
-        if (mode_ == DecodeMode::kStrict) strict("unknown field \"" + field_path + "\"", field_path);
+        if (mode_ == DecodeMode::kStrict) {
+          strict("unknown field \"" + field_path + "\"", field_path);
+          allowed_at(path, known);
+        }
         continue;
       }
       if (!seen.insert(field.key).second && mode_ == DecodeMode::kStrict) {
@@ -132,6 +138,9 @@ class Decoder {
     // k8s runtime.NewStrictDecodingError: all problems, comma-separated.
     std::string msg = "strict decoding error: ";
     for (std::size_t i = 0; i < strict_.size(); ++i) msg += (i ? ", " : "") + strict_[i];
+    // nvdra's addition after upstream's words: what each object with an unknown field takes.
+    for (const auto& [where, fields] : allowed_)
+      msg += "; allowed fields" + (where.empty() ? std::string() : " of " + where) + ": " + fields;
     return Error{ErrorCode::kInvalidArgument, std::move(msg), {}, first_strict_field_};
   }
 
@@ -141,8 +150,18 @@ class Decoder {
     strict_.push_back(std::move(message));
   }
 
+  // The fields an object takes, once per object path that had an unknown field (in order of finding).
+  void allowed_at(const std::string& path, std::initializer_list<std::string_view> known) {
+    for (const auto& entry : allowed_)
+      if (entry.first == path) return;
+    std::string fields;
+    for (auto f : known) fields += (fields.empty() ? "" : ", ") + std::string(f);
+    allowed_.emplace_back(path, std::move(fields));
+  }
+
   DecodeMode mode_;
   std::string kind_;
+  std::vector<std::pair<std::string, std::string>> allowed_;
   std::vector<std::string> strict_;
   std::string first_strict_field_;
   std::optional<Error> fatal_;

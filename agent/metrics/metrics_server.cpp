@@ -4,7 +4,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -14,10 +13,10 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 
-#include <list>
 #include <stdexcept>
 
 #include "agent/base/log.hpp"
+#include "agent/metrics/tcp_listener.hpp"
 
 namespace nvdra::metrics {
 
@@ -73,8 +72,7 @@ struct MetricsServer::State {
   MetricsPage page;
   MetricsServerLimits limits;
   std::shared_ptr<spdlog::logger> log;
-  std::list<beast::tcp_stream*> open;  // live connections, closed at shutdown
-  bool stopping = false;
+  OpenConnections open;  // live connections, closed at shutdown
 };
 
 namespace {
@@ -118,7 +116,7 @@ http::response<http::string_body> answer(MetricsServer::State& s, const http::re
 
 asio::awaitable<void> serve_connection(std::shared_ptr<MetricsServer::State> s, tcp::socket socket) {
   beast::tcp_stream stream(std::move(socket));
-  const auto registered = s->open.insert(s->open.end(), &stream);
+  const auto registered = s->open.streams.insert(s->open.streams.end(), &stream);
   beast::flat_buffer buffer;
   for (;;) {
     http::request_parser<http::string_body> parser;
@@ -143,9 +141,9 @@ asio::awaitable<void> serve_connection(std::shared_ptr<MetricsServer::State> s, 
     stream.expires_after(s->limits.write_timeout);
     auto [write_error, written] = co_await http::async_write(stream, res, kNoThrow);
     (void)written;
-    if (write_error || !keep || s->stopping) break;
+    if (write_error || !keep || s->open.stopping) break;
   }
-  s->open.erase(registered);
+  s->open.streams.erase(registered);
   beast::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
 }
@@ -155,22 +153,8 @@ asio::awaitable<void> serve_connection(std::shared_ptr<MetricsServer::State> s, 
 MetricsServer::MetricsServer(asio::any_io_executor ex, const std::string& endpoint, std::string path,
                              MetricsPage page, MetricsServerLimits limits)
     : state_(std::make_shared<State>(ex, std::move(path), std::move(page), limits)) {
-  auto where = parse_listen_endpoint(endpoint);
-  auto& a = state_->acceptor;
-  boost::system::error_code ec;
-  auto open = [&](const tcp::endpoint& e) {
-    ec.clear();
-    if (a.is_open()) a.close(ec);
-    a.open(e.protocol(), ec);
-    if (!ec && e.address().is_v6() && e.address().is_unspecified()) a.set_option(asio::ip::v6_only(false), ec);
-    if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
-    if (!ec) a.bind(e, ec);
-    if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  };
-  open(where);
-  // No IPv6 in this kernel or namespace: every IPv4 interface instead.
-  if (ec && where.address().is_v6() && where.address().is_unspecified()) open(tcp::endpoint(tcp::v4(), where.port()));
-  if (ec) throw endpoint_error(endpoint, "cannot listen: " + ec.message());
+  if (auto ec = listen_at(state_->acceptor, parse_listen_endpoint(endpoint)))
+    throw endpoint_error(endpoint, "cannot listen: " + ec.message());
 }
 
 MetricsServer::~MetricsServer() {
@@ -181,27 +165,12 @@ MetricsServer::~MetricsServer() {
 tcp::endpoint MetricsServer::local_endpoint() const { return state_->acceptor.local_endpoint(); }
 
 asio::awaitable<void> MetricsServer::run() {
-  auto s = state_;
+  auto s = state_;  // held while the loop runs: it uses s's acceptor and connections
   const auto ex = co_await asio::this_coro::executor;
-  std::exception_ptr failure;
-  try {
-    for (;;) {
-      auto socket = co_await s->acceptor.async_accept(asio::use_awaitable);
-      if (s->open.size() >= s->limits.connections) {
-        s->log->warn("metrics connections={} at the limit: closing a new one", s->open.size());
-        continue;  // the socket closes as it goes out of scope
-      }
-      asio::co_spawn(ex, serve_connection(s, std::move(socket)), asio::detached);
-    }
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  // Cancelled (shutdown) or failed: stop listening and end every connection's coroutine.
-  s->stopping = true;
-  boost::system::error_code ignored;
-  s->acceptor.close(ignored);
-  for (auto* stream : s->open) stream->socket().close(ignored);
-  std::rethrow_exception(failure);
+  co_await accept_connections(
+      s->acceptor, s->open, s->limits.connections,
+      [&s] { s->log->warn("metrics connections={} at the limit: closing a new one", s->open.streams.size()); },
+      [&s, ex](tcp::socket socket) { asio::co_spawn(ex, serve_connection(s, std::move(socket)), asio::detached); });
 }
 
 }  // namespace nvdra::metrics

@@ -108,7 +108,8 @@ TEST(AdmissionReview, UnknownFieldIsADecodingError) {
   ASSERT_EQ(reply.verdict, Verdict::kDenied);
   EXPECT_EQ(message_of(reply),
             "1 configs failed to validate: error decoding object at spec.spec.devices.config[0].opaque.parameters: "
-            "strict decoding error: unknown field \"sharingPolicy\"");
+            "strict decoding error: unknown field \"sharingPolicy\"; allowed fields: apiVersion, kind, sharing, "
+            "fabricTopologyConfig");
 }
 
 TEST(AdmissionReview, AnotherDriversKindIsRefusedWithTheAllowedKinds) {

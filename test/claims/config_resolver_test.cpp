@@ -133,7 +133,9 @@ TEST(ConfigResolver, UndecodableConfigFailsTheClaimNamingTheField) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message,
             "error decoding config parameters: strict decoding error: unknown field "
-            "\"sharing.mpsConfig.defaultActivThreadPercentage\"");
+            "\"sharing.mpsConfig.defaultActivThreadPercentage\"; allowed fields of sharing.mpsConfig: "
+            "defaultActiveThreadPercentage, defaultPinnedDeviceMemoryLimit, defaultPerDevicePinnedMemoryLimit, "
+            "multiUser");
   EXPECT_EQ(r.error().field, "status.allocation.devices.config[1].opaque.parameters.sharing.mpsConfig.defaultActivThreadPercentage");
 }
 

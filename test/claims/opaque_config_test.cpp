@@ -86,6 +86,26 @@ INSTANTIATE_TEST_SUITE_P(
                         "unable to parse quantity's suffix", "sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit.0"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+TEST(OpaqueConfigDecode, AnUnknownFieldListsWhatItsObjectTakesAfterUpstreamsWords) {
+  auto top = decode_opaque_config(R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"VfioDeviceConfig","x":1})");
+  ASSERT_FALSE(top.ok());
+  EXPECT_EQ(top.error().message,
+            "strict decoding error: unknown field \"x\"; allowed fields: apiVersion, kind, iommu");
+  // Two objects with unknown fields: each object's list once, in the order found; a duplicate adds none.
+  auto two = decode_opaque_config(R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"MigDeviceConfig",
+    "sharng":{},"sharing":{"strategy":"MPS","strategy":"MPS","interval":"Long","mps":{}},"other":2})");
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.error().message,
+            "strict decoding error: unknown field \"sharng\", duplicate field \"sharing.strategy\", unknown field "
+            "\"sharing.interval\", unknown field \"sharing.mps\", unknown field \"other\"; allowed fields: "
+            "apiVersion, kind, sharing; allowed fields of sharing: strategy, mpsConfig");
+  EXPECT_EQ(two.error().field, "sharng");
+  auto dup = decode_opaque_config(
+      R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"ComputeDomainDaemonConfig","domainID":"a","domainID":"b"})");
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(dup.error().message, "strict decoding error: duplicate field \"domainID\"");
+}
+
 TEST(OpaqueConfigDecode, FullGpuConfigKeepsEveryField) {
   auto r = decode_opaque_config(R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig",
     "sharing":{"strategy":"MPS","mpsConfig":{"defaultActiveThreadPercentage":50,"defaultPinnedDeviceMemoryLimit":"4Gi",

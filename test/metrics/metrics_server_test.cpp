@@ -1,5 +1,5 @@
 // MetricsServer over real TCP on 127.0.0.1 (a free port): the page, 404/405/413, HEAD, keep-alive,
-// the read timeout, and shutdown closing open connections. The client is Beast on the same loop.
+// the read timeout, the connection limit, and shutdown closing open connections. The client is Beast on the same loop.
 #include "agent/metrics/metrics_server.hpp"
 
 #include <gtest/gtest.h>
@@ -19,6 +19,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include <optional>
+#include <utility>
 
 #include "test/support/run_awaitable.hpp"
 
@@ -148,6 +149,25 @@ TEST_F(MetricsServerTest, AnIdleConnectionIsClosedAfterTheReadTimeout) {
     co_return co_await wait_closed(s);
   }());
   EXPECT_EQ(ec, asio::error::eof);
+}
+
+TEST_F(MetricsServerTest, AConnectionPastTheLimitIsClosedAtOnceWhileTheOpenOneIsServed) {
+  start(MetricsServerLimits{.connections = 1});
+  using Outcome = std::pair<boost::system::error_code, http::status>;
+  const auto [refused, status] = testing::run_awaitable(io_, [&]() -> asio::awaitable<Outcome> {
+    auto first = co_await connect();
+    // One answered request: the first connection is open (and counted) before the second comes.
+    co_await exchange(first, http::request<http::string_body>{http::verb::get, "/metrics", 11});
+    auto second = co_await connect();
+    // A request on it: served, its answer would be read (no error); refused, the read finds it closed.
+    http::request<http::string_body> req{http::verb::get, "/metrics", 11};
+    co_await http::async_write(second, req, asio::as_tuple(asio::use_awaitable));
+    const auto ec = co_await wait_closed(second);
+    auto again = co_await exchange(first, http::request<http::string_body>{http::verb::get, "/metrics", 11});
+    co_return Outcome{ec, again.result()};
+  }());
+  EXPECT_TRUE(refused == asio::error::eof || refused == asio::error::connection_reset) << refused.message();
+  EXPECT_EQ(status, http::status::ok);
 }
 
 TEST_F(MetricsServerTest, StoppingClosesTheListenerAndOpenConnections) {

@@ -139,7 +139,8 @@ class GpuClaims(unittest.TestCase):
         answer = self.node.gpu().prepare([good, bad])
         self.assertEqual(answer[good.uid]["error"], "")
         self.assertIn("default/bad", answer[bad.uid]["error"])
-        self.assertIn('unknown field "sharing.timeSlicingConfg"', answer[bad.uid]["error"])
+        self.assertIn('unknown field "sharing.timeSlicingConfg"; allowed fields of sharing: strategy, '
+                      "timeSlicingConfig, mpsConfig", answer[bad.uid]["error"])
         self.assertEqual(answer[bad.uid]["devices"], [])
         self.assertNotIn(claim_file(bad), self.node.cdi_files())
         self.assertEqual(list(self.node.checkpoint()), [good.uid])

@@ -68,7 +68,7 @@ class Validate(unittest.TestCase):
         self.assertEqual(lines, [
             f"{path}: document 2 (ResourceClaimTemplate ml/typo): spec.spec.devices.config[0].opaque.parameters"
             ".sharingPolicy: error decoding object at spec.spec.devices.config[0].opaque.parameters: strict decoding "
-            'error: unknown field "sharingPolicy"',
+            'error: unknown field "sharingPolicy"; allowed fields: apiVersion, kind, sharing, fabricTopologyConfig',
             f"{path}: document 4 (List): items[0].spec.devices.config[0].opaque.parameters.domainID: object at "
             "items[0].spec.devices.config[0].opaque.parameters is invalid: domainID: domainID cannot be empty",
         ])

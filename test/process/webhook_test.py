@@ -104,7 +104,8 @@ class Webhook(unittest.TestCase):
                 spec = "spec" if resource == "resourceclaims" else "spec.spec"
                 self.assertTrue(message.startswith("4 configs failed to validate: error decoding object at "
                                                    f"{spec}.devices.config[0].opaque.parameters: strict decoding "
-                                                   'error: unknown field "sharingPolicy"; '), message)
+                                                   'error: unknown field "sharingPolicy"; allowed fields: '
+                                                   "apiVersion, kind, sharing, fabricTopologyConfig; "), message)
                 self.assertIn(f"object at {spec}.devices.config[1].opaque.parameters is invalid: sharing.mpsConfig."
                               "defaultActiveThreadPercentage: active thread percentage must not be greater than 100",
                               message)

@@ -4,7 +4,8 @@ import json
 import time
 
 from .custom_resources import STATUS_SUBRESOURCE, merge_for_subresource
-from .server import RESOURCES, query_matcher, status
+from .admission import admission_request
+from .server import query_matcher, status
 
 
 def parse_path(path):
@@ -28,11 +29,11 @@ def parse_path(path):
 
 def handle_rest(h, d, method, path, query):
     parsed = parse_path(path)
-    if not parsed or (parsed[0], parsed[2]) not in RESOURCES:
+    if not parsed or (parsed[0], parsed[2]) not in d.resources:
         h.send_json(404, status(404, "NotFound", f"the server could not find the requested resource ({path})"))
         return
     gv, ns, plural, name, sub = parsed
-    kind, _ = RESOURCES[(gv, plural)]
+    kind, _ = d.resources[(gv, plural)]
     if sub and (method != "PUT" or f"{gv}/{plural}" not in STATUS_SUBRESOURCE):
         h.send_json(405, status(405, "MethodNotAllowed", f"{method} is not allowed on {path}"))
         return
@@ -100,6 +101,16 @@ def reject(h, d, method, plural, problems):
                             {"causes": [{"field": f, "message": m} for f, m in problems]}))
 
 
+def refused_by_webhook(h, d, operation, gv, plural, kind, ns, obj, old=None):
+    """Validating admission after validation, before storing (as kube-apiserver); True when answered."""
+    if d.admission is None:
+        return False
+    refusal = d.admission.review(admission_request(operation, gv, plural, kind, ns, obj, old))
+    if refusal is not None:
+        h.send_json(*refusal)
+    return refusal is not None
+
+
 def create(h, d, gv, kind, resource, ns, plural):
     obj = h.read_body()
     if not isinstance(obj, dict):
@@ -120,6 +131,8 @@ def create(h, d, gv, kind, resource, ns, plural):
     if problems:
         reject(h, d, "POST", plural, problems)
         return
+    if refused_by_webhook(h, d, "CREATE", gv, plural, kind, ns, obj):
+        return
     stored = d.store.create(resource, ns, obj)
     if stored is None:
         h.send_json(409, status(409, "AlreadyExists", f'{plural} "{meta.get("name")}" already exists'))
@@ -138,6 +151,8 @@ def update(h, d, gv, kind, resource, ns, plural, name, sub=""):
         obj, problems = merge_for_subresource(resource, sub, old, obj)
     if problems:
         reject(h, d, "PUT", plural, problems)
+        return
+    if old is not None and refused_by_webhook(h, d, "UPDATE", gv, plural, kind, ns, obj, old):
         return
     stored, reason = d.store.update(resource, ns, name, obj)
     if reason == "NotFound":
@@ -184,6 +199,8 @@ def patch(h, d, gv, kind, resource, ns, plural, name):
     problems = d.validate_write(gv, kind, obj, old)
     if problems:
         reject(h, d, "PATCH", plural, problems)
+        return
+    if refused_by_webhook(h, d, "UPDATE", gv, plural, kind, ns, obj, old):
         return
     stored, reason = d.store.update(resource, ns, name, obj)
     if reason:
@@ -289,7 +306,7 @@ def serve_watch(h, d, resource, ns, query):
             now = time.time()
             if bookmarks and now - last_bookmark >= d.bookmark_interval:
                 since = max(since, head)
-                kind = RESOURCES[tuple(resource.rsplit("/", 1))][0]
+                kind = d.resources[tuple(resource.rsplit("/", 1))][0]
                 send_events(h, d, [event_line("BOOKMARK", {"kind": kind, "apiVersion": resource.rsplit("/", 1)[0],
                                                            "metadata": {"resourceVersion": str(since)}})])
                 last_bookmark = now

@@ -12,6 +12,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from .admission import WebhookCaller
 from .custom_resources import CUSTOM_RESOURCES, CrdValidator
 from .event_validation import check_event
 from .store import Store
@@ -108,11 +109,21 @@ class ApiServerDouble:
     """Start with start(); the URL, CA and a token are then in .url, .ca_file, .tokens."""
 
     def __init__(self, cert_file, key_file, tokens=("test-token",), version=(1, 35), chunking="mixed",
-                 bookmark_interval=1.0, seed=None, gates=None, openapi_version=None):
+                 bookmark_interval=1.0, seed=None, gates=None, openapi_version=None, webhooks=None,
+                 webhook_services=None, claim_versions=()):
         """openapi_version: the version whose OpenAPI documents are served and validated against, where
         they differ from `version` (which /version reports and whose limits apply): e.g. a 1.36 server
-        with 1.35's documents, one that does not serve list-valued attributes."""
+        with 1.35's documents, one that does not serve list-valued attributes.
+        webhooks: ValidatingWebhookConfiguration objects, called as kube-apiserver calls them
+        (admission.py); webhook_services: {(namespace, name, port): "https://host:port"} for their
+        clientConfig.service. claim_versions: more resource.k8s.io versions (e.g. "v1beta2") whose
+        resourceclaims and resourceclaimtemplates are served, each stored apart (no conversion)."""
         self.store = Store()
+        self.resources = dict(RESOURCES)
+        for served in claim_versions:
+            self.resources[(f"resource.k8s.io/{served}", "resourceclaims")] = ("ResourceClaim", True)
+            self.resources[(f"resource.k8s.io/{served}", "resourceclaimtemplates")] = ("ResourceClaimTemplate", True)
+        self.admission = WebhookCaller(webhooks, webhook_services) if webhooks else None
         self.doc_minor = (openapi_version or version)[1]
         self.validator = SchemaValidator(self.doc_minor)
         # The simulated server's feature gates that clear fields on write (validation.default_gates).
@@ -230,7 +241,7 @@ class ApiServerDouble:
     def put_object(self, obj):
         """Seeds an object (Node, ResourceClaim with status) after validating it."""
         gv, kind = obj["apiVersion"], obj["kind"]
-        plural = next(p for (g, p), (k, _) in RESOURCES.items() if g == gv and k == kind)
+        plural = next(p for (g, p), (k, _) in self.resources.items() if g == gv and k == kind)
         problems = (self.validate_write(gv, kind, obj) if self.crd_validator.handles(gv, kind)
                     else self.validator.validate(gv, kind, obj))
         if problems:

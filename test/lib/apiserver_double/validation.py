@@ -168,6 +168,13 @@ class SchemaValidator:
             with open(os.path.join(os.path.dirname(__file__), "schemas", "events.k8s.io_v1.json")) as f:
                 extra = json.load(f)["schemas"]
             self._defs["events.k8s.io/v1"] = dict(self._defs["v1"], **{k: _strict(v) for k, v in extra.items()})
+        # resource.k8s.io/v1beta1 claims and claim templates: their schemas from the real document
+        # (schemas/resource.k8s.io_v1beta1.json says which), over the v1 document's meta and core types.
+        if "resource.k8s.io/v1" in self._defs:
+            with open(os.path.join(os.path.dirname(__file__), "schemas", "resource.k8s.io_v1beta1.json")) as f:
+                extra = json.load(f)["schemas"]
+            self._defs["resource.k8s.io/v1beta1"] = dict(self._defs["resource.k8s.io/v1"],
+                                                         **{k: _strict(v) for k, v in extra.items()})
         self._cache = {}
         self._memo = {}  # (gv, kind, the object without _SCHEMA_NEUTRAL metadata) -> problems
 
