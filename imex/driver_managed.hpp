@@ -13,6 +13,9 @@ namespace nvdra::imex {
 inline constexpr std::string_view kDomainLabel = "resource.nvidia.com/computeDomain";
 // Node label with this node's clique id (--gpu-clique-label-enabled).
 inline constexpr std::string_view kCliqueLabel = "nvidia.com/gpu.clique";
+// On ComputeDomainClique objects (upstream's daemon creates each with it and kDomainLabel): the clique
+// id, so a node's watch can select the cliques of its own clique.
+inline constexpr std::string_view kCliqueObjectLabel = "resource.nvidia.com/computeDomain.cliqueID";
 // In the daemon container: where the domain directory is mounted, and the template's file name.
 inline constexpr std::string_view kDaemonTemplateFile = "imexd.cfg.tmpl";
 inline constexpr std::string_view kDnsNamesMinDriver = "570.158.01";

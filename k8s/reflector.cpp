@@ -76,6 +76,7 @@ awaitable<bool> Reflector::list() {
   // twice (GCC PR 99576).
   ListOptions lo;
   lo.field_selector = options_.field_selector;
+  lo.label_selector = options_.label_selector;
   auto res = co_await api_->list(type_, options_.ns, lo);
   if (!res) {
     ++stats_.errors;
@@ -103,6 +104,7 @@ awaitable<Reflector::Next> Reflector::watch() {
   ++stats_.watches;
   WatchOptions wo;
   wo.field_selector = options_.field_selector;
+  wo.label_selector = options_.label_selector;
   wo.resource_version = resource_version_;
   wo.timeout = jittered_watch_timeout(options_.watch_timeout, rng_);
   wo.max_event_bytes = options_.max_event_bytes;

@@ -33,6 +33,7 @@ namespace nvdra::k8s {
 struct ReflectorOptions {
   std::string ns;
   std::string field_selector;
+  std::string label_selector;
   std::chrono::seconds watch_timeout{300};  // the minimum: each watch draws from [this, 2 × this)
   std::size_t max_event_bytes = std::size_t{16} << 20;
   std::chrono::milliseconds backoff_base{200};

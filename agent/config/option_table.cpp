@@ -211,6 +211,10 @@ const std::vector<OptionSpec>& option_table() {
          positive_double_field(&Options::claim_read_qps)});
     add({"claim-read-burst", {}, {"NVDRA_CLAIM_READ_BURST"}, "Client-side burst for ResourceClaim reads", false,
          false, false, positive_int_field(&Options::claim_read_burst)});
+    add({"clique-reread-seconds", {}, {"NVDRA_CLIQUE_REREAD_SECONDS"},
+         "Compute-domain driver: seconds between re-reads of the node's NVLink clique once known (upstream: 600); "
+         "a changed clique moves the ComputeDomainClique watch and the nvidia.com/gpu.clique label", false, false,
+         false, positive_int_field(&Options::clique_reread_seconds)});
     add({"additional-xids-to-ignore", {}, {"ADDITIONAL_XIDS_TO_IGNORE"},
          "XIDs tainted with effect None instead of NoSchedule, beside 13,31,43,45,68,109 (needs "
          "NVMLDeviceHealthCheck)", false, false, true, apply_xids});

@@ -71,6 +71,9 @@ struct Options {
   // --kube-api-qps 5 with everything, so 64 claims of a node's pods took 13 s just to be read).
   double claim_read_qps = 50;
   int claim_read_burst = 100;
+  // How often the compute-domain driver re-reads the node's NVLink clique once it is known (upstream: every
+  // 10 minutes); a changed clique moves the clique watch and the nvidia.com/gpu.clique label.
+  int clique_reread_seconds = 600;
   runtime::LogFormat log_format = runtime::LogFormat::kText;
   spdlog::level::level_enum log_level = spdlog::level::info;
   bool log_level_set = false;    // --log-level given: it wins over -v

@@ -63,7 +63,7 @@ boost::asio::awaitable<void> follow_clique(RunContext& ctx, bool with_caps, std:
   boost::asio::steady_timer timer(ctx.executor);
   std::string last_error;  // logged once per distinct error, not at every period
   for (;;) {
-    timer.expires_after(current().pending ? kCliquePendingPeriod : kCliquePeriod);
+    timer.expires_after(current().pending ? kCliquePendingPeriod : std::chrono::seconds(ctx.options.clique_reread_seconds));
     co_await timer.async_wait(boost::asio::use_awaitable);
     auto gpus = co_await ctx.gpus.get();
     Reread r;

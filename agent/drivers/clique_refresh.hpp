@@ -3,7 +3,7 @@
 // (issue #30 point 6; upstream #1264: a GPU's fabric may still be registering, IN_PROGRESS, when the
 // driver starts, and reaches COMPLETED later), and in HostManagedIMEX mode too. follow_clique() re-reads every GPU's fabric facts on
 // the worker pool, every kCliquePendingPeriod while the handler's clique is pending, else every
-// kCliquePeriod (upstream re-reads every 10 minutes). When the clique becomes known or changes, the
+// --clique-reread-seconds (kCliquePeriod by default: upstream re-reads every 10 minutes). When the clique becomes known or changes, the
 // handler uses it for the prepares that start from then on and `on_changed` runs (republish, label).
 // A failed re-read is logged and the clique in use kept. Ends only by cancellation.
 #include <boost/asio/awaitable.hpp>

@@ -11,6 +11,9 @@ if(NOT TARGET nvdra_compute_domain)
     ${CMAKE_CURRENT_LIST_DIR}/domain_cache.cpp
     ${CMAKE_CURRENT_LIST_DIR}/domain_cleanup.cpp
     ${CMAKE_CURRENT_LIST_DIR}/domain_groups.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/domain_pipeline.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/domain_steps.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/host_managed_plan.cpp
     ${CMAKE_CURRENT_LIST_DIR}/driver_managed_claims.cpp
     ${CMAKE_CURRENT_LIST_DIR}/driver_managed_prepare.cpp
     ${CMAKE_CURRENT_LIST_DIR}/driver_managed_start.cpp

@@ -11,6 +11,7 @@
 #include "agent/config/options.hpp"
 #include "agent/drivers/api_connection.hpp"
 #include "agent/drivers/clique_refresh.hpp"
+#include "agent/drivers/domain_cache.hpp"
 #include "agent/drivers/compute_domain_claims.hpp"
 #include "agent/drivers/domain_cleanup.hpp"
 #include "agent/drivers/driver_checkpoint.hpp"
@@ -235,7 +236,8 @@ boost::asio::awaitable<void> ComputeDomainBackend::run() {
             follow_clique(ctx_, true, [h] { return CliqueInUse{h->clique_id(), !h->clique_pending().empty()}; },
                           [this, &dm, h](const std::string& clique, FabricCaps caps) {
                             h->set_clique(clique, caps.major, std::move(caps.fabric_mgmt));
-                            label_clique_learnt(dm, ctx_.options, clique);
+                            if (dm.cache && !clique.empty()) dm.cache->select_clique(clique);
+                            label_clique(dm, ctx_.options, clique);
                             if (resources_changed_) resources_changed_(imex::driver_managed_resources());
                           }));
 }

@@ -11,6 +11,8 @@
 #include "agent/claims/config/config_resolver.hpp"
 #include "agent/claims/claim/prepared_claim.hpp"
 #include "agent/drivers/domain_groups.hpp"
+#include "agent/drivers/driver_managed_steps.hpp"
+#include "agent/drivers/host_managed_plan.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "cdi/naming.hpp"
 #include "cdi/spec_builder.hpp"
@@ -27,13 +29,6 @@ using claims::ClaimState;
 using claims::ClaimUpdate;
 
 namespace {
-
-constexpr std::string_view kDriver = claims::kComputeDomainDriverName;
-
-Error for_claim(Error e, const kubelet::ClaimRef& claim) {
-  if (e.claim.empty()) e.claim = claim.describe();
-  return e;
-}
 
 // Upstream's CD checkpoint group (reference §6.1): channel device + configState with Go's
 // capitalised field names.
@@ -80,20 +75,26 @@ bool holds_channel(const CheckpointedClaim& entry) {
 
 }  // namespace
 
+// The host-managed channel's crash points (crash_points.txt, area imex).
+constexpr DomainCrashPoints kCrashPoints{
+    [] { crash_point("imex.prepare.after-started"); }, [] { crash_point("imex.prepare.after-cdi-write"); },
+    [] { crash_point("imex.prepare.after-completed"); }, [] { crash_point("imex.unprepare.after-cdi-remove"); },
+    [] { crash_point("imex.unprepare.after-erase"); }};
+
 ComputeDomainClaimHandler::ComputeDomainClaimHandler(runtime::WorkerPool& pool, std::shared_ptr<k8s::ApiServer> api,
                                                      claims::CheckpointCommitter& committer, cdi::SpecStore& specs,
                                                      ComputeDomainClaimOptions options, PrepareGate gate)
-    : pool_(pool), api_(std::move(api)), committer_(committer), specs_(specs), options_(std::move(options)),
-      gate_(std::move(gate)) {}
+    : api_(std::move(api)), committer_(committer), options_(std::move(options)), gate_(std::move(gate)),
+      book_(pool, committer, specs, kCrashPoints), steps_{&book_.spec_step()} {}
 
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> ComputeDomainClaimHandler::prepare(
     kubelet::ClaimRef claim) {
-  if (!options_.host_managed) co_return for_claim(imex::driver_managed_error(), claim);
+  if (!options_.host_managed) co_return with_claim(imex::driver_managed_error(), claim);
   const auto& claims = committer_.current().claims;
   if (auto it = claims.find(claim.uid); it != claims.end()) {
     if (it->second.state == ClaimState::kPrepareCompleted) {
       auto devices = decode_groups(it->second.prepared_devices, claim.describe());
-      if (!devices) co_return for_claim(devices.error(), claim);
+      if (!devices) co_return with_claim(devices.error(), claim);
       co_return std::move(*devices);
     }
     // Started but not completed (an error, a cancellation, a crash): only a CDI spec may exist.
@@ -104,122 +105,58 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> ComputeDoma
 
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> ComputeDomainClaimHandler::prepare_new(
     kubelet::ClaimRef claim) {
-  if (!api_)
-    co_return for_claim(make_error(ErrorCode::kUnavailable,
-                                   "no Kubernetes API server is configured (--kubeconfig or in-cluster): cannot read "
-                                   "the claim's allocation"),
-                        claim);
-  k8s::ClaimRef ref{claim.namespace_name, claim.name, claim.uid};
-  auto allocation = co_await k8s::lookup_claim(*api_, ref, std::string(kDriver));
-  if (!allocation) co_return for_claim(allocation.error(), claim);
+  auto allocation = co_await read_domain_allocation(api_.get(), claim);
+  if (!allocation) co_return allocation.error();
+  auto plan = plan_host_managed(*allocation, claim, options_.gates);
+  if (!plan) co_return with_claim(plan.error(), claim);
+  if (auto st = co_await admit(*plan, claim); !st) co_return st.error();
+  // Step 8: PrepareStarted (durable before the side effect), CDI spec, PrepareCompleted.
+  const auto& result = plan->result;
+  kubelet::PreparedDevice device{{result.base_request}, result.pool, std::string(imex::kChannelDevice), {},
+                                 std::nullopt};
+  DomainPrepare c{claim, plan->domain_id, started_entry(claim, claims::encode_claim_status(plan->recorded)), {}, {},
+                  {}, {}};
+  c.edits.push_back({std::string(imex::kChannelDevice),
+                     cdi::imex_channel_edits(cdi::ImexChannel{imex::kChannelId, options_.channel_major})});
+  c.encode = [device, request = result.request, domain = plan->domain_id](const std::vector<std::string>& ids) {
+    auto d = device;
+    d.cdi_device_ids = ids;
+    return encode_groups(d, request, domain);
+  };
+  auto hooks = book_.hooks();
+  hooks.rollback = [this](DomainPrepare& p) { return forget(p.claim); };
+  hooks.on_rollback_failed = [this](DomainPrepare& p, const Error& undo) {
+    // The apply's error is the one kubelet gets; what the rollback left is told on its own.
+    claims::report_failed_rollback(claims::kComputeDomainDriverName, p.claim, undo, options_.on_rollback_failed);
+  };
+  auto answer = co_await book_.run(steps_, c, hooks, std::move(device));
+  if (answer)
+    nvdra::logger("compute-domain")
+        ->info("claim={} prepared device=channel-0 domain={} cdi={}", claim.describe(), c.domain_id,
+               c.ids.empty() ? "" : c.ids[0]);
+  co_return answer;
+}
 
-  // §7.4 before anything else: a daemon device or config gets the one clear answer.
-  for (const auto& d : allocation->devices)
-    if (d.device.starts_with("daemon-"))
-      co_return for_claim(imex::daemon_claim_error("allocated device \"" + d.device + "\" (request " + d.request + ")"),
-                          claim);
-  for (const auto& c : allocation->configs) {
-    auto decoded = claims::decode_opaque_config(c.parameters, claims::DecodeMode::kLenient);
-    if (decoded && std::holds_alternative<claims::ComputeDomainDaemonConfig>(*decoded))
-      co_return for_claim(imex::daemon_claim_error("status.allocation.devices.config[" + std::to_string(c.index) +
-                                                   "] is a ComputeDomainDaemonConfig"),
-                          claim);
-    // Step 3's allowlist answers for allocationMode itself, so "All" and "foo" get the same
-    // HostManagedIMEX message (the generic validator would offer "All" as supported).
-    if (const auto* ch = decoded ? std::get_if<claims::ComputeDomainChannelConfig>(&*decoded) : nullptr)
-      if (auto st = imex::check_allocation_mode(ch->allocation_mode); !st) {
-        Error e = st.error();
-        e.field = "status.allocation.devices.config[" + std::to_string(c.index) + "].opaque.parameters." + e.field;
-        co_return for_claim(std::move(e), claim);
-      }
-  }
-  for (const auto& d : allocation->devices)
-    if (d.device != imex::kChannelDevice)
-      co_return for_claim(make_error(ErrorCode::kFailedPrecondition,
-                                     "allocated device \"" + d.device + "\" (request " + d.request +
-                                         ") is not a device of this node; devices here: channel-0"),
-                          claim);
-
-  // Step 1: decode, normalize and validate the opaque configs (upstream's resolution rules).
-  claims::ResolveInput input{std::string(kDriver), {claim.namespace_name, claim.name, claim.uid}, {}, {},
-                             options_.gates};
-  claims::ClaimAllocation recorded;  // the same allocation, as the checkpoint records it
-  recorded.uid = claim.uid;
-  for (const auto& d : allocation->devices)
-    input.results.push_back({d.request, std::string(kDriver), d.pool, d.device, claims::DeviceType::kChannel});
-  for (const auto& c : allocation->configs)
-    input.configs.push_back({c.source == k8s::ConfigSource::kClass ? "FromClass" : "FromClaim", c.requests,
-                             claims::OpaqueParameters{std::string(kDriver), c.parameters}});
-  recorded.results = input.results;
-  recorded.configs = input.configs;
-  auto resolution = claims::resolve_configs(input);
-  if (!resolution) co_return for_claim(resolution.error(), claim);
-
-  // Step 2: exactly one allocation result.
-  if (auto st = imex::check_result_count(allocation->devices.size()); !st) co_return for_claim(st.error(), claim);
-  const auto& group = resolution->groups.at(0);
-  const auto* config = std::get_if<claims::ComputeDomainChannelConfig>(&group.config);
-  if (!config)
-    co_return for_claim(make_error(ErrorCode::kInvalidArgument,
-                                   std::string(claims::kind_name(group.config)) +
-                                       " cannot configure an IMEX channel (want ComputeDomainChannelConfig)"),
-                        claim);
-  // Step 3: the allowlist (upstream's code treats any value but "All" as Single).
-  if (auto st = imex::check_allocation_mode(config->allocation_mode); !st) co_return for_claim(st.error(), claim);
-
+boost::asio::awaitable<Status> ComputeDomainClaimHandler::admit(const HostManagedPlan& plan,
+                                                                const kubelet::ClaimRef& claim) {
   // Step 5: one completed channel claim per node.
   for (const auto& [uid, entry] : committer_.current().claims)
     if (uid != claim.uid && entry.state == ClaimState::kPrepareCompleted && holds_channel(entry))
-      co_return for_claim(imex::channel_conflict_error(entry.ns.empty() ? uid : entry.ns + "/" + entry.name + " (" + uid + ")"),
-                          claim);
-
+      co_return with_claim(
+          imex::channel_conflict_error(entry.ns.empty() ? uid : entry.ns + "/" + entry.name + " (" + uid + ")"), claim);
   // Step 6: the ComputeDomain exists in the claim's namespace.
-  if (auto st = co_await find_domain(config->domain_id, claim); !st) co_return st.error();
-
+  if (auto st = co_await find_domain(plan.domain_id, claim); !st) co_return st;
   // Step 7: an NVLink clique on this node.
   if (options_.clique_id.empty() && !options_.clique_problem.empty())
-    co_return for_claim(make_error(ErrorCode::kFailedPrecondition,
-                                   "host-managed IMEX requires an NVLink clique on this node, and NVML could not "
-                                   "tell it: " + options_.clique_problem),
-                        claim);
-  if (auto st = imex::check_clique(options_.clique_id); !st) co_return for_claim(st.error(), claim);
-
+    co_return with_claim(make_error(ErrorCode::kFailedPrecondition,
+                                    "host-managed IMEX requires an NVLink clique on this node, and NVML could not "
+                                    "tell it: " + options_.clique_problem),
+                         claim);
+  if (auto st = imex::check_clique(options_.clique_id); !st) co_return with_claim(st.error(), claim);
   // nvdra's addition: --imex-check=enforce keeps new claims off a host whose IMEX unit is down.
   if (gate_)
-    if (auto st = gate_(); !st) co_return for_claim(st.error(), claim);
-
-  // Step 8: PrepareStarted (durable before the side effect), CDI spec, PrepareCompleted.
-  CheckpointedClaim entry{ClaimState::kPrepareStarted, claims::encode_claim_status(recorded), {}, claim.name,
-                          claim.namespace_name, {}};
-  if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return for_claim(st.error(), claim);
-  crash_point("imex.prepare.after-started");
-
-  const auto& result = allocation->devices[0];
-  auto built = co_await pool_.run([&]() -> Result<cdi::BuiltSpec> {
-    cdi::NamedEdits edits{std::string(imex::kChannelDevice),
-                          cdi::imex_channel_edits(cdi::ImexChannel{imex::kChannelId, options_.channel_major})};
-    auto spec = cdi::build_claim_spec(cdi::kComputeDomainVendor, claim.uid, {std::move(edits)});
-    if (!spec) return spec.error();
-    if (auto st = specs_.write(*spec); !st) return st.error();
-    crash_point("imex.prepare.after-cdi-write");
-    return spec;
-  });
-  if (!built) {
-    // The error below is the one kubelet gets; what the rollback left is told on its own.
-    if (auto st = co_await forget(claim); !st)
-      claims::report_failed_rollback(claims::kComputeDomainDriverName, claim, st.error(), options_.on_rollback_failed);
-    co_return for_claim(built.error(), claim);
-  }
-  kubelet::PreparedDevice device{{result.base_request}, result.pool, std::string(imex::kChannelDevice),
-                                 built->device_ids, std::nullopt};
-  entry.state = ClaimState::kPrepareCompleted;
-  entry.prepared_devices = encode_groups(device, result.request, config->domain_id);
-  if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return for_claim(st.error(), claim);
-  crash_point("imex.prepare.after-completed");  // durable, kubelet not yet answered
-  nvdra::logger("compute-domain")
-      ->info("claim={} prepared device=channel-0 domain={} cdi={}", claim.describe(), config->domain_id,
-             device.cdi_device_ids.empty() ? "" : device.cdi_device_ids[0]);
-  co_return std::vector<kubelet::PreparedDevice>{std::move(device)};
+    if (auto st = gate_(); !st) co_return with_claim(st.error(), claim);
+  co_return Status{};
 }
 
 boost::asio::awaitable<Status> ComputeDomainClaimHandler::find_domain(const std::string& uid,
@@ -247,11 +184,11 @@ boost::asio::awaitable<Status> ComputeDomainClaimHandler::find_domain(const std:
     co_return std::optional<std::string>();
   };
   auto here = co_await search(claim.namespace_name);
-  if (!here) co_return for_claim(here.error(), claim);
+  if (!here) co_return with_claim(here.error(), claim);
   if (*here) co_return Status{};
   auto anywhere = co_await search("");
   if (anywhere && *anywhere)
-    co_return for_claim(make_error(ErrorCode::kFailedPrecondition,
+    co_return with_claim(make_error(ErrorCode::kFailedPrecondition,
                                    "the ResourceClaim's namespace is different than the ComputeDomain's namespace: "
                                    "ComputeDomain " + uid + " is in namespace \"" + **anywhere + "\", the claim in \"" +
                                        claim.namespace_name + "\"" + imex::kPermanent),
@@ -259,17 +196,11 @@ boost::asio::awaitable<Status> ComputeDomainClaimHandler::find_domain(const std:
   Error e = make_error(ErrorCode::kNotFound, "ComputeDomain not found: " + uid + " (no ComputeDomain with this UID in "
                                              "namespace \"" + claim.namespace_name + "\")" + imex::kPermanent);
   e.field = "domainID";
-  co_return for_claim(std::move(e), claim);
+  co_return with_claim(std::move(e), claim);
 }
 
 boost::asio::awaitable<Status> ComputeDomainClaimHandler::forget(const kubelet::ClaimRef& claim) {
-  Status st = co_await pool_.run([&] { return specs_.remove_claim(cdi::kComputeDomainVendor, claim.uid); });
-  if (!st) co_return for_claim(st.error(), claim);
-  crash_point("imex.unprepare.after-cdi-remove");
-  if (committer_.current().claims.count(claim.uid) == 0) co_return Status{};
-  if (auto c = co_await committer_.commit({ClaimUpdate{claim.uid, std::nullopt}}); !c) co_return for_claim(c.error(), claim);
-  crash_point("imex.unprepare.after-erase");  // durable, kubelet not yet answered
-  co_return Status{};
+  co_return co_await book_.forget(claim);
 }
 
 boost::asio::awaitable<Status> ComputeDomainClaimHandler::unprepare(kubelet::ClaimRef claim) {
@@ -280,13 +211,8 @@ boost::asio::awaitable<Status> ComputeDomainClaimHandler::unprepare(kubelet::Cla
 }
 
 boost::asio::awaitable<std::vector<Error>> ComputeDomainClaimHandler::recover() {
-  std::vector<kubelet::ClaimRef> unfinished;
-  for (const auto& [uid, entry] : committer_.current().claims)
-    if (entry.state != ClaimState::kPrepareCompleted) unfinished.push_back({entry.ns, entry.name, uid});
-  std::vector<Error> errors;
-  for (const auto& claim : unfinished)
-    if (auto st = co_await forget(claim); !st) errors.push_back(st.error());
-  co_return errors;
+  co_return co_await book_.recover(
+      [this](kubelet::ClaimRef claim) -> boost::asio::awaitable<Status> { co_return co_await forget(claim); });
 }
 
 }  // namespace nvdra::drivers

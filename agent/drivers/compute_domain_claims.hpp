@@ -7,7 +7,8 @@
 // exactly one allocation result → allocationMode "" or Single → channel-0 conflict with another
 // completed claim (the checkpoint is the node-local backstop) → the ComputeDomain (metadata.uid ==
 // domainID) exists in the claim's namespace → non-empty NVLink clique → --imex-check=enforce →
-// PrepareStarted → CDI spec injecting /dev/nvidia-caps-imex-channels/channel0 → PrepareCompleted.
+// PrepareStarted → CDI spec injecting /dev/nvidia-caps-imex-channels/channel0 → PrepareCompleted, the
+// last three on the step pipeline (domain_pipeline.hpp: DomainClaimBook's spec step and commits).
 // No node label, no readiness wait, no /imexd mount. Unprepare removes the CDI spec and the
 // checkpoint entry only; the host's IMEX is never touched.
 //
@@ -23,6 +24,7 @@
 #include "agent/claims/checkpoint/checkpoint_committer.hpp"
 #include "agent/claims/config/opaque_config.hpp"
 #include "agent/claims/claim/rollback_report.hpp"
+#include "agent/drivers/domain_pipeline.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "cdi/device_edits.hpp"
 #include "cdi/spec_store.hpp"
@@ -31,6 +33,8 @@ namespace nvdra::k8s { class ApiServer; }
 namespace nvdra::runtime { class WorkerPool; }
 
 namespace nvdra::drivers {
+
+struct HostManagedPlan;
 
 struct ComputeDomainClaimOptions {
   bool host_managed = false;    // the HostManagedIMEX gate; off: channel claims fail, saying why
@@ -68,16 +72,18 @@ class ComputeDomainClaimHandler final : public kubelet::ClaimHandler {
 
  private:
   boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare_new(kubelet::ClaimRef claim);
+  // Steps 5–7 and --imex-check: what the node and the API say about a planned claim.
+  boost::asio::awaitable<Status> admit(const HostManagedPlan& plan, const kubelet::ClaimRef& claim);
   boost::asio::awaitable<Status> find_domain(const std::string& uid, const kubelet::ClaimRef& claim);
   // Removes the CDI spec, then the checkpoint entry.
   boost::asio::awaitable<Status> forget(const kubelet::ClaimRef& claim);
 
-  runtime::WorkerPool& pool_;
   std::shared_ptr<k8s::ApiServer> api_;
   claims::CheckpointCommitter& committer_;
-  cdi::SpecStore& specs_;
   ComputeDomainClaimOptions options_;
   PrepareGate gate_;
+  DomainClaimBook book_;
+  DomainSteps steps_;  // the claim spec
 };
 
 }  // namespace nvdra::drivers

@@ -10,6 +10,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "agent/base/log.hpp"
+#include "imex/driver_managed.hpp"
 #include "k8s/api_server.hpp"
 #include "k8s/cancellation.hpp"
 #include "k8s/change_signal.hpp"
@@ -57,9 +58,21 @@ std::map<std::string, std::string> jsons(const k8s::Reflector& r) {
 
 }  // namespace
 
+static std::string selector_of(const std::string& clique_id) {
+  return std::string(imex::kCliqueObjectLabel) + "=" + clique_id;
+}
+
 ComputeDomainCache::ComputeDomainCache(asio::any_io_executor ex, std::shared_ptr<k8s::ApiServer> api,
-                                       std::string driver_ns, std::string node)
-    : ex_(std::move(ex)), api_(std::move(api)), driver_ns_(std::move(driver_ns)), node_(std::move(node)) {}
+                                       std::string driver_ns, std::string node, std::string clique_id)
+    : ex_(std::move(ex)), api_(std::move(api)), driver_ns_(std::move(driver_ns)), node_(std::move(node)),
+      clique_selector_(selector_of(clique_id)), reselect_(std::make_unique<k8s::ChangeSignal>(ex_)) {}
+
+void ComputeDomainCache::select_clique(std::string clique_id) {
+  auto selector = selector_of(clique_id);
+  if (selector == clique_selector_) return;
+  clique_selector_ = std::move(selector);
+  reselect_->notify();
+}
 
 ComputeDomainCache::~ComputeDomainCache() = default;
 
@@ -80,31 +93,49 @@ void ComputeDomainCache::stop() {
 
 asio::awaitable<void> ComputeDomainCache::run() {
   using namespace asio::experimental::awaitable_operators;
-  k8s::ChangeSignal domains_changed(ex_), cliques_changed(ex_);
+  k8s::ChangeSignal domains_changed(ex_);
   k8s::ReflectorOptions all_namespaces;
   k8s::Reflector domains(ex_, api_, k8s::kComputeDomainsV1beta1, all_namespaces, &domains_changed);
-  k8s::ReflectorOptions driver_namespace;
-  driver_namespace.ns = driver_ns_;
-  k8s::Reflector cliques(ex_, api_, kCliques, driver_namespace, &cliques_changed);
-  auto follow = [this](k8s::ChangeSignal& signal, k8s::Reflector& r, bool cliques) -> asio::awaitable<void> {
-    for (;;) {
-      co_await signal.wait();
-      if (!r.synced()) continue;
-      const auto objects = jsons(r);
-      const bool was_synced = synced();
-      if (cliques) {
-        rebuild_cliques(objects);
-        cliques_synced_ = true;
-      } else {
-        rebuild_domains(objects);
-        domains_synced_ = true;
-      }
-      if (!was_synced && synced() && on_synced_) on_synced_();
-      wake();
+  co_await (domains.run() || follow(domains_changed, domains, false) || run_cliques());
+}
+
+// One reflector per selection: a changed clique ends it (the old clique's objects stay until the new
+// list replaces them) and the next lists what the new selector names.
+asio::awaitable<void> ComputeDomainCache::run_cliques() {
+  using namespace asio::experimental::awaitable_operators;
+  for (;;) {
+    k8s::ChangeSignal changed(ex_);
+    k8s::ReflectorOptions options;
+    options.ns = driver_ns_;
+    options.label_selector = clique_selector_;
+    k8s::Reflector cliques(ex_, api_, kCliques, options, &changed);
+    nvdra::logger("compute-domain")->debug("watching ComputeDomainCliques in {} selected by {}", driver_ns_,
+                                           clique_selector_);
+    co_await (cliques.run() || follow(changed, cliques, true) || reselected(options.label_selector));
+  }
+}
+
+// Returns once select_clique() has chosen another selection than `current`.
+asio::awaitable<void> ComputeDomainCache::reselected(std::string current) {
+  while (clique_selector_ == current) co_await reselect_->wait();
+}
+
+asio::awaitable<void> ComputeDomainCache::follow(k8s::ChangeSignal& signal, k8s::Reflector& r, bool cliques) {
+  for (;;) {
+    co_await signal.wait();
+    if (!r.synced()) continue;
+    const auto objects = jsons(r);
+    const bool was_synced = synced();
+    if (cliques) {
+      rebuild_cliques(objects);
+      cliques_synced_ = true;
+    } else {
+      rebuild_domains(objects);
+      domains_synced_ = true;
     }
-  };
-  co_await (domains.run() || cliques.run() || follow(domains_changed, domains, false) ||
-            follow(cliques_changed, cliques, true));
+    if (!was_synced && synced() && on_synced_) on_synced_();
+    wake();
+  }
 }
 
 void ComputeDomainCache::rebuild_domains(const std::map<std::string, std::string>& objects) {

@@ -2,6 +2,11 @@
 // ComputeDomainCache — what driver-managed IMEX channel and daemon prepares need to know about
 // ComputeDomains and ComputeDomainCliques, kept by two watches (one Reflector each: ComputeDomains in
 // every namespace, ComputeDomainCliques in the driver namespace) instead of a GET per prepare.
+// The clique watch is label-selected to this node's clique (resource.nvidia.com/computeDomain.cliqueID,
+// which upstream's daemon puts on every clique it creates; the CRD has no selectable fields, and the
+// name <uid>.<clique> cannot be selected by its suffix); select_clique() re-lists when the node's
+// clique changes. ComputeDomains cannot be narrowed to a node: the node appears only in status.nodes,
+// which no selector reaches, and a channel claim may name a domain before any daemon reports there.
 // Prepares read the cache and, while this node's IMEX daemon is not Ready, wait for the next change
 // (every waiter wakes on every change and looks again), bounded by a deadline: the daemon's Ready
 // write answers a waiting prepare as soon as the watch delivers it. A ComputeDomain that disappears
@@ -23,7 +28,11 @@
 #include <string>
 #include <vector>
 
-namespace nvdra::k8s { class ApiServer; }
+namespace nvdra::k8s {
+class ApiServer;
+class ChangeSignal;
+class Reflector;
+}  // namespace nvdra::k8s
 
 namespace nvdra::drivers {
 
@@ -48,12 +57,15 @@ struct DomainReadiness {
 class ComputeDomainCache : public std::enable_shared_from_this<ComputeDomainCache> {
  public:
   ComputeDomainCache(boost::asio::any_io_executor ex, std::shared_ptr<k8s::ApiServer> api, std::string driver_ns,
-                     std::string node);
+                     std::string node, std::string clique_id);
   ~ComputeDomainCache();
 
   void start();
   void stop();
   bool synced() const { return domains_synced_ && cliques_synced_; }
+  // The node's clique changed (CliqueRefresh): the clique watch is selected anew and lists again.
+  void select_clique(std::string clique_id);
+  const std::string& clique_selector() const { return clique_selector_; }
 
   std::optional<DomainInfo> domain(const std::string& uid) const;
   // Upstream's rule (§9.4): with `use_cliques`, the clique object "<uid>.<clique_id>" lists this
@@ -74,6 +86,9 @@ class ComputeDomainCache : public std::enable_shared_from_this<ComputeDomainCach
 
  private:
   boost::asio::awaitable<void> run();
+  boost::asio::awaitable<void> run_cliques();
+  boost::asio::awaitable<void> reselected(std::string current);
+  boost::asio::awaitable<void> follow(k8s::ChangeSignal& signal, k8s::Reflector& r, bool cliques);
   void rebuild_domains(const std::map<std::string, std::string>& objects);
   void rebuild_cliques(const std::map<std::string, std::string>& objects);
   void wake();
@@ -82,6 +97,8 @@ class ComputeDomainCache : public std::enable_shared_from_this<ComputeDomainCach
   std::shared_ptr<k8s::ApiServer> api_;
   std::string driver_ns_;
   std::string node_;
+  std::string clique_selector_;
+  std::unique_ptr<k8s::ChangeSignal> reselect_;
   boost::asio::cancellation_signal stop_;
   bool started_ = false;
   bool domains_synced_ = false;

@@ -26,12 +26,25 @@ using claims::CheckpointedClaim;
 using claims::ClaimState;
 using claims::ClaimUpdate;
 
+// The driver-managed claims' crash points around the shared bookkeeping (crash_points.txt, area imex-dm).
+constexpr DomainCrashPoints kCrashPoints{[] { crash_point("imex-dm.prepare.after-started"); }, nullptr,
+                                         [] { crash_point("imex-dm.prepare.after-completed"); }, nullptr,
+                                         [] { crash_point("imex-dm.unprepare.after-erase"); }};
+
 DriverManagedClaimHandler::DriverManagedClaimHandler(runtime::WorkerPool& pool, std::shared_ptr<k8s::ApiServer> api,
                                                      claims::CheckpointCommitter& committer, cdi::SpecStore& specs,
                                                      std::shared_ptr<ComputeDomainCache> cache, NodeLabels* labels,
                                                      k8s::EventRecorder* events, DriverManagedOptions options)
-    : pool_(pool), api_(std::move(api)), committer_(committer), specs_(specs), cache_(std::move(cache)),
-      labels_(labels), events_(events), options_(std::move(options)) {}
+    : pool_(pool), api_(std::move(api)), committer_(committer), cache_(std::move(cache)), labels_(labels),
+      events_(events), options_(std::move(options)), book_(pool, committer, specs, kCrashPoints),
+      directory_step_(pool, options_.plugin_dir), label_step_(labels),
+      readiness_step_([this](DomainPrepare& c) -> boost::asio::awaitable<Status> {
+        if (auto st = co_await await_ready(c.domain_id, c.claim, c.bound); !st) co_return st;
+        tell_no_clique(c);
+        co_return Status{};
+      }),
+      daemon_steps_{&directory_step_, &book_.spec_step()},
+      channel_steps_{&label_step_, &readiness_step_, &book_.spec_step()} {}
 
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManagedClaimHandler::prepare(
     kubelet::ClaimRef claim) {
@@ -59,45 +72,37 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManag
 
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManagedClaimHandler::prepare_new(
     kubelet::ClaimRef claim) {
-  if (!api_)
-    co_return with_claim(make_error(ErrorCode::kUnavailable,
-                                    "no Kubernetes API server is configured (--kubeconfig or in-cluster): cannot read "
-                                    "the claim's allocation"),
-                         claim);
-  k8s::ClaimRef ref{claim.namespace_name, claim.name, claim.uid};
-  auto allocation = co_await k8s::lookup_claim(*api_, ref, std::string(claims::kComputeDomainDriverName));
-  if (!allocation) co_return with_claim(allocation.error(), claim);
+  auto allocation = co_await read_domain_allocation(api_.get(), claim);
+  if (!allocation) co_return allocation.error();
   auto decided = decide(*allocation, claim, options_.gates);
   if (!decided) co_return with_claim(decided.error(), claim);
   if (decided->kind == DomainDeviceKind::kDaemon) co_return co_await prepare_daemon(claim, *decided);
   co_return co_await prepare_channel(claim, *decided);
 }
 
-boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManagedClaimHandler::complete(
-    const kubelet::ClaimRef& claim, const Decided& d, CheckpointedClaim entry, std::vector<cdi::NamedEdits> edits,
-    std::vector<std::string> extra_ids) {
-  // Upstream writes a claim spec only when some device has edits (a node without a clique: none).
-  std::vector<std::string> ids = std::move(extra_ids);
-  if (!edits.empty()) {
-    auto built = co_await pool_.run([&]() -> Result<cdi::BuiltSpec> {
-      auto spec = cdi::build_claim_spec(cdi::kComputeDomainVendor, claim.uid, std::move(edits));
-      if (!spec) return spec.error();
-      if (auto st = specs_.write(*spec); !st) return st.error();
-      return spec;
-    });
-    if (!built) co_return with_claim(built.error(), claim);
-    ids.insert(ids.end(), built->device_ids.begin(), built->device_ids.end());
-  }
-  kubelet::PreparedDevice device{{d.result.base_request}, d.result.pool, d.result.device, std::move(ids),
-                                 std::nullopt};
-  entry.state = ClaimState::kPrepareCompleted;
-  entry.prepared_devices = encode_domain_groups(d.kind, device, d.result.request, d.domain_id);
-  if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return with_claim(st.error(), claim);
-  crash_point("imex-dm.prepare.after-completed");  // durable, kubelet not yet answered
-  nvdra::logger("compute-domain")
-      ->info("claim={} prepared device={} domain={} mode=driverManaged", claim.describe(), d.result.device,
-             d.domain_id);
-  co_return std::vector<kubelet::PreparedDevice>{std::move(device)};
+DomainPrepare DriverManagedClaimHandler::start_prepare(const kubelet::ClaimRef& claim, const Decided& d) const {
+  return DomainPrepare{claim, d.domain_id, started_entry(claim, claims::encode_claim_status(d.recorded)), {}, {},
+                       wait_bound(claim), {}};
+}
+
+// Not rolled back on failure: kubelet prepares again over what the first try made (label, directory, spec).
+boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManagedClaimHandler::run(
+    const DomainSteps& steps, DomainPrepare& c, const Decided& d) {
+  auto hooks = book_.hooks();
+  hooks.rollback = [](DomainPrepare&) -> boost::asio::awaitable<Status> { co_return Status{}; };
+  kubelet::PreparedDevice device{{d.result.base_request}, d.result.pool, d.result.device, {}, std::nullopt};
+  c.encode = [device, kind = d.kind, request = d.result.request, domain = d.domain_id](
+                 const std::vector<std::string>& ids) {
+    auto prepared = device;
+    prepared.cdi_device_ids = ids;
+    return encode_domain_groups(kind, prepared, request, domain);
+  };
+  auto answer = co_await book_.run(steps, c, hooks, std::move(device));
+  if (answer)
+    nvdra::logger("compute-domain")
+        ->info("claim={} prepared device={} domain={} mode=driverManaged", c.claim.describe(), d.result.device,
+               d.domain_id);
+  co_return answer;
 }
 
 boost::asio::awaitable<Status> DriverManagedClaimHandler::forget(const kubelet::ClaimRef& claim) {
@@ -109,21 +114,13 @@ boost::asio::awaitable<Status> DriverManagedClaimHandler::forget(const kubelet::
         entry && entry->kind == DomainDeviceKind::kDaemon && !entry->domain.empty() && !cache_->domain(entry->domain))
       gone_domain = entry->domain;
   if (it != claims.end() && labels_) {
-    if (auto st = co_await labels_->load(); !st) co_return with_claim(st.error(), claim);
     auto entry = decode_domain_groups(it->second.prepared_devices, claim.describe());
     // A channel's label goes only when it names this claim's domain (another domain's label stays).
     const bool channel = entry && entry->kind == DomainDeviceKind::kChannel && !entry->domain.empty();
-    if (channel && labels_->value(std::string(imex::kDomainLabel)) == entry->domain)
-      if (auto st = co_await labels_->write(std::string(imex::kDomainLabel), std::nullopt); !st)
-        co_return with_claim(st.error(), claim);
-    crash_point("imex-dm.unprepare.after-label-check");
+    DomainPrepare c{claim, channel ? entry->domain : std::string()};
+    if (auto st = co_await label_step_.undo(c); !st) co_return with_claim(st.error(), claim);
   }
-  Status st = co_await pool_.run([&] { return specs_.remove_claim(cdi::kComputeDomainVendor, claim.uid); });
-  if (!st) co_return with_claim(st.error(), claim);
-  if (committer_.current().claims.count(claim.uid) == 0) co_return Status{};
-  if (auto c = co_await committer_.commit({ClaimUpdate{claim.uid, std::nullopt}}); !c)
-    co_return with_claim(c.error(), claim);
-  crash_point("imex-dm.unprepare.after-erase");  // durable, kubelet not yet answered
+  if (auto st = co_await book_.forget(claim); !st) co_return st;
   if (!gone_domain.empty()) co_await domain_gone(gone_domain);
   co_return Status{};
 }
@@ -135,13 +132,8 @@ boost::asio::awaitable<Status> DriverManagedClaimHandler::unprepare(kubelet::Cla
 }
 
 boost::asio::awaitable<std::vector<Error>> DriverManagedClaimHandler::recover() {
-  std::vector<kubelet::ClaimRef> unfinished;
-  for (const auto& [uid, entry] : committer_.current().claims)
-    if (entry.state != ClaimState::kPrepareCompleted) unfinished.push_back({entry.ns, entry.name, uid});
-  std::vector<Error> errors;
-  for (const auto& claim : unfinished)
-    if (auto st = co_await forget(claim); !st) errors.push_back(st.error());
-  co_return errors;
+  co_return co_await book_.recover(
+      [this](kubelet::ClaimRef claim) -> boost::asio::awaitable<Status> { co_return co_await forget(claim); });
 }
 
 boost::asio::awaitable<void> DriverManagedClaimHandler::domain_gone(std::string uid) {

@@ -11,8 +11,10 @@
 // node label resource.nvidia.com/computeDomain=<uid> (refused when another domain holds it) → this
 // node's daemon Ready (ComputeDomainClique, or the ComputeDomain's status.nodes) → no clique: no
 // device (and a Warning Event on the claim) → CDI spec with channel 0 (or all channels for
-// allocationMode All) → PrepareCompleted. Readiness comes from ComputeDomainCache's watches: a prepare
-// waits for the next change, at most `readiness_wait`, and never holds anything another claim needs.
+// allocationMode All) → PrepareCompleted. Both run on the claims' step pipeline (domain_pipeline.hpp,
+// domain_steps.hpp); a failed try is not rolled back (kubelet prepares again over it). Readiness comes from ComputeDomainCache's watches: a prepare
+// waits for the next change until shortly before kubelet's deadline for the call (`readiness_wait`
+// when the call has none), and never holds anything another claim needs.
 // Unprepare: the node label (a channel's, only when it names the claim's domain), the CDI spec, the
 // entry. A domain directory goes when the cache sees its ComputeDomain deleted and no prepared daemon
 // claim names it. Entries of host-managed mode (channel form, no label) unprepare the same way.
@@ -30,6 +32,8 @@
 #include "agent/claims/config/opaque_config.hpp"
 #include "agent/drivers/domain_cache.hpp"
 #include "agent/drivers/domain_groups.hpp"
+#include "agent/drivers/domain_pipeline.hpp"
+#include "agent/drivers/domain_steps.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "cdi/nvidia_caps.hpp"
 #include "cdi/spec_builder.hpp"
@@ -56,6 +60,7 @@ struct DriverManagedOptions {
   std::string plugin_dir;      // <kubelet-plugins-dir>/compute-domain.nvidia.com
   std::string pool;            // the node name
   bool use_cliques = true;     // gate ComputeDomainCliques
+  // The readiness wait of a call without a deadline; a call's own deadline (kubelet's) bounds it otherwise.
   std::chrono::milliseconds readiness_wait{40000};
   claims::ConfigGates gates;
   // Set when a start-up check failed (driver too old for IMEXDaemonsWithDNSNames, no channel major, a
@@ -101,23 +106,33 @@ class DriverManagedClaimHandler final : public kubelet::ClaimHandler {
                                                                                       const Decided& d);
   boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare_channel(const kubelet::ClaimRef& claim,
                                                                                        const Decided& d);
-  boost::asio::awaitable<Status> check_domain(const std::string& uid, const kubelet::ClaimRef& claim);
-  boost::asio::awaitable<Status> await_ready(const std::string& uid, const kubelet::ClaimRef& claim);
-  boost::asio::awaitable<Status> await_synced();
-  boost::asio::awaitable<std::optional<DomainInfo>> find_domain(const std::string& uid);
-  boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> complete(
-      const kubelet::ClaimRef& claim, const Decided& d, claims::CheckpointedClaim entry,
-      std::vector<cdi::NamedEdits> edits, std::vector<std::string> extra_ids);
+  WaitBound wait_bound(const kubelet::ClaimRef& claim) const;
+  boost::asio::awaitable<Status> check_domain(const std::string& uid, const kubelet::ClaimRef& claim,
+                                              const WaitBound& bound);
+  boost::asio::awaitable<Status> await_ready(const std::string& uid, const kubelet::ClaimRef& claim,
+                                             const WaitBound& bound);
+  boost::asio::awaitable<Status> await_synced(const WaitBound& bound);
+  boost::asio::awaitable<std::optional<DomainInfo>> find_domain(const std::string& uid, const WaitBound& bound);
+  DomainPrepare start_prepare(const kubelet::ClaimRef& claim, const Decided& d) const;
+  // The claim's steps on the pipeline (domain_pipeline.hpp), answered with its one device.
+  boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> run(const DomainSteps& steps,
+                                                                           DomainPrepare& c, const Decided& d);
+  void tell_no_clique(const DomainPrepare& c);
   boost::asio::awaitable<Status> forget(const kubelet::ClaimRef& claim);
 
   runtime::WorkerPool& pool_;
   std::shared_ptr<k8s::ApiServer> api_;
   claims::CheckpointCommitter& committer_;
-  cdi::SpecStore& specs_;
   std::shared_ptr<ComputeDomainCache> cache_;
   NodeLabels* labels_;
   k8s::EventRecorder* events_;
   DriverManagedOptions options_;
+  DomainClaimBook book_;  // the commits, the claim spec step, unprepare's tail
+  DomainDirectoryStep directory_step_;
+  NodeLabelStep label_step_;
+  ReadinessStep readiness_step_;
+  DomainSteps daemon_steps_;   // directory, claim spec
+  DomainSteps channel_steps_;  // node label, readiness, claim spec
 };
 
 }  // namespace nvdra::drivers

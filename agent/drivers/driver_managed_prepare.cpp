@@ -1,4 +1,5 @@
 // DriverManagedClaimHandler's daemon and channel prepares (driver_managed_claims.hpp).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -35,34 +36,29 @@ Error not_found(const std::string& uid) {
   return e;
 }
 
-// <dir>/imexd.cfg.tmpl, written whole and renamed into place (0644 in a 0755 directory).
-Status write_domain_dir(const fs::path& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (!ec) fs::permissions(dir, fs::perms(0755), ec);
-  if (ec) return make_error(ErrorCode::kInternal, "cannot create domain directory " + dir.string() + ": " + ec.message());
-  const auto file = dir / std::string(imex::kDaemonTemplateFile);
-  const auto tmp = dir / (std::string(imex::kDaemonTemplateFile) + ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << imex::daemon_config_template();
-    out.flush();
-    if (!out) return make_error(ErrorCode::kInternal, "cannot write " + tmp.string());
-  }
-  fs::permissions(tmp, fs::perms(0644), ec);
-  if (!ec) fs::rename(tmp, file, ec);
-  if (ec) return make_error(ErrorCode::kInternal, "cannot write " + file.string() + ": " + ec.message());
-  return {};
-}
-
 }  // namespace
 
 // A ComputeDomain created a moment ago may not have reached the watch yet: a miss waits this long for
-// it before the permanent "not found".
+// it (never past the call's wait bound) before the permanent "not found".
 constexpr std::chrono::seconds kDomainArrival{5};
 
-boost::asio::awaitable<std::optional<DomainInfo>> DriverManagedClaimHandler::find_domain(const std::string& uid) {
-  const auto deadline = std::chrono::steady_clock::now() + kDomainArrival;
+// How long a prepare may wait for the watches: until shortly before kubelet's deadline for this call,
+// so that kubelet reads the reason rather than DEADLINE_EXCEEDED; the fixed bound when the call has
+// none. The margin (a tenth of what is left, at most 1 s) covers answering.
+WaitBound DriverManagedClaimHandler::wait_bound(const kubelet::ClaimRef& claim) const {
+  const auto now = std::chrono::steady_clock::now();
+  if (!claim.deadline)
+    return {now + options_.readiness_wait,
+            "waited " + std::to_string(options_.readiness_wait.count()) + " ms, the call had no deadline"};
+  const auto left = std::max(std::chrono::steady_clock::duration::zero(), *claim.deadline - now);
+  const auto margin = std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(1), left / 10);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(left - margin).count();
+  return {now + (left - margin), "waited " + std::to_string(ms) + " ms, until just before kubelet's deadline"};
+}
+
+boost::asio::awaitable<std::optional<DomainInfo>> DriverManagedClaimHandler::find_domain(const std::string& uid,
+                                                                                        const WaitBound& bound) {
+  const auto deadline = std::min(bound.until, std::chrono::steady_clock::now() + kDomainArrival);
   for (;;) {
     auto domain = cache_->domain(uid);
     if (domain || std::chrono::steady_clock::now() >= deadline) co_return domain;
@@ -70,38 +66,35 @@ boost::asio::awaitable<std::optional<DomainInfo>> DriverManagedClaimHandler::fin
   }
 }
 
-boost::asio::awaitable<Status> DriverManagedClaimHandler::await_synced() {
-  const auto deadline = std::chrono::steady_clock::now() + options_.readiness_wait;
+boost::asio::awaitable<Status> DriverManagedClaimHandler::await_synced(const WaitBound& bound) {
   while (!cache_->synced()) {
-    if (std::chrono::steady_clock::now() >= deadline)
+    if (std::chrono::steady_clock::now() >= bound.until)
       co_return make_error(ErrorCode::kUnavailable, "the ComputeDomain and ComputeDomainClique watches have not "
-                                                    "listed yet (is the API server reachable?)");
-    co_await cache_->wait_change(deadline);
+                                                    "listed yet (is the API server reachable?; " + bound.why + ")");
+    co_await cache_->wait_change(bound.until);
   }
   co_return Status{};
 }
 
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManagedClaimHandler::prepare_daemon(
     const kubelet::ClaimRef& claim, const Decided& d) {
-  if (auto st = co_await await_synced(); !st) co_return with_claim(st.error(), claim);
-  auto domain = co_await find_domain(d.domain_id);
+  auto c = start_prepare(claim, d);
+  if (auto st = co_await await_synced(c.bound); !st) co_return with_claim(st.error(), claim);
+  auto domain = co_await find_domain(d.domain_id, c.bound);
   if (!domain) co_return with_claim(not_found(d.domain_id), claim);
-  CheckpointedClaim entry{ClaimState::kPrepareStarted, claims::encode_claim_status(d.recorded), {}, claim.name,
-                          claim.namespace_name, {}};
-  if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return with_claim(st.error(), claim);
-  const fs::path dir = fs::path(options_.plugin_dir) / "domains" / d.domain_id;
-  if (auto st = co_await pool_.run([&dir] { return write_domain_dir(dir); }); !st) co_return with_claim(st.error(), claim);
+  const auto dir = fs::path(options_.plugin_dir) / "domains" / d.domain_id;
   cdi::ImexDaemon daemon{options_.clique_id, domain->uid, domain->name, domain->ns, dir.string(), options_.caps_major,
                          options_.fabric_mgmt};
-  std::vector<cdi::NamedEdits> edits{{std::string(d.result.device), cdi::imex_daemon_edits(daemon)}};
-  std::vector<std::string> base{cdi::qualified_device_id(cdi::kComputeDomainVendor, "device", "all")};
-  co_return co_await complete(claim, d, std::move(entry), std::move(edits), std::move(base));
+  c.edits.push_back({std::string(d.result.device), cdi::imex_daemon_edits(daemon)});
+  c.ids.push_back(cdi::qualified_device_id(cdi::kComputeDomainVendor, "device", "all"));
+  co_return co_await run(daemon_steps_, c, d);
 }
 
 boost::asio::awaitable<Status> DriverManagedClaimHandler::check_domain(const std::string& uid,
-                                                                       const kubelet::ClaimRef& claim) {
-  if (auto st = co_await await_synced(); !st) co_return st;
-  auto domain = co_await find_domain(uid);
+                                                                       const kubelet::ClaimRef& claim,
+                                                                       const WaitBound& bound) {
+  if (auto st = co_await await_synced(bound); !st) co_return st;
+  auto domain = co_await find_domain(uid, bound);
   if (!domain) co_return not_found(uid);
   if (domain->ns != claim.namespace_name)
     co_return make_error(ErrorCode::kFailedPrecondition,
@@ -112,16 +105,16 @@ boost::asio::awaitable<Status> DriverManagedClaimHandler::check_domain(const std
 }
 
 boost::asio::awaitable<Status> DriverManagedClaimHandler::await_ready(const std::string& uid,
-                                                                      const kubelet::ClaimRef& claim) {
-  const auto deadline = std::chrono::steady_clock::now() + options_.readiness_wait;
+                                                                      const kubelet::ClaimRef& claim,
+                                                                      const WaitBound& bound) {
+  const auto deadline = bound.until;
   bool waited = false;
   for (;;) {
     const auto r = cache_->readiness(uid, options_.clique_id, options_.use_cliques);
     if (r.ready) co_return Status{};
     if (!cache_->domain(uid)) co_return not_found(uid);  // deleted while this prepare waited
     if (std::chrono::steady_clock::now() >= deadline)
-      co_return imex::not_ready_error(r.detail + " (waited " + std::to_string(options_.readiness_wait.count()) +
-                                      " ms for the IMEX daemon's Ready)");
+      co_return imex::not_ready_error(r.detail + " (" + bound.why + " for the IMEX daemon's Ready)");
     if (!waited)
       nvdra::logger("compute-domain")->info("claim={} waiting for IMEX daemon readiness: {}", claim.describe(),
                                             r.detail);
@@ -138,38 +131,30 @@ boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> DriverManag
     if (other && other->kind == DomainDeviceKind::kChannel)
       co_return with_claim(imex::channel_conflict_error(uid), claim);
   }
-  if (auto st = co_await check_domain(d.domain_id, claim); !st) co_return with_claim(st.error(), claim);
-  CheckpointedClaim entry{ClaimState::kPrepareStarted, claims::encode_claim_status(d.recorded), {}, claim.name,
-                          claim.namespace_name, {}};
+  auto c = start_prepare(claim, d);
+  if (auto st = co_await check_domain(d.domain_id, claim, c.bound); !st) co_return with_claim(st.error(), claim);
   // The entry names the domain from the start, so that an unprepare after a failed try removes the label.
-  entry.prepared_devices = encode_domain_groups(DomainDeviceKind::kChannel, {}, d.result.request, d.domain_id);
-  if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) co_return with_claim(st.error(), claim);
-  crash_point("imex-dm.prepare.after-started");
-  const std::string key(imex::kDomainLabel);
-  if (auto st = co_await labels_->load(); !st) co_return with_claim(st.error(), claim);
-  const auto holder = labels_->value(key);
-  if (holder && *holder != d.domain_id) co_return with_claim(imex::label_conflict_error(*holder, d.domain_id), claim);
-  if (!holder)
-    if (auto st = co_await labels_->write(key, d.domain_id); !st) co_return with_claim(st.error(), claim);
-  crash_point("imex-dm.prepare.after-label");
-  if (auto st = co_await await_ready(d.domain_id, claim); !st) co_return with_claim(st.error(), claim);
-  if (options_.clique_id.empty()) {
-    // Upstream's answer (success, no device node); the workload's owner is told why it has no channel.
-    if (events_)
-      events_->record(k8s::EventInfo{claim_object(claim), k8s::kEventTypeWarning, kReasonNoClique, kActionPrepare,
-                                     "node " + options_.pool + " has no NVLink clique (no GPU reports a fabric "
-                                     "clique id): IMEX channel of ComputeDomain " + d.domain_id +
+  c.entry.prepared_devices = encode_domain_groups(DomainDeviceKind::kChannel, {}, d.result.request, d.domain_id);
+  if (!options_.clique_id.empty()) {  // no clique: no spec, no device (upstream's answer)
+    cdi::ContainerEdits edits;
+    const unsigned count = d.allocation_mode == "All" ? kChannelCount : 1;
+    for (unsigned id = 0; id < count; ++id) {
+      auto one = cdi::imex_channel_edits(cdi::ImexChannel{id, options_.channel_major});
+      edits.device_nodes.insert(edits.device_nodes.end(), one.device_nodes.begin(), one.device_nodes.end());
+    }
+    c.edits.push_back({std::string(d.result.device), std::move(edits)});
+  }
+  co_return co_await run(channel_steps_, c, d);
+}
+
+// After readiness on a node without a clique: upstream's answer (success, no device node), and the
+// workload's owner is told why it has no channel.
+void DriverManagedClaimHandler::tell_no_clique(const DomainPrepare& c) {
+  if (!options_.clique_id.empty() || !events_) return;
+  events_->record(k8s::EventInfo{claim_object(c.claim), k8s::kEventTypeWarning, kReasonNoClique, kActionPrepare,
+                                 "node " + options_.pool + " has no NVLink clique (no GPU reports a fabric clique "
+                                 "id): IMEX channel of ComputeDomain " + c.domain_id +
                                      " prepared without a device node, as upstream does"});
-    co_return co_await complete(claim, d, std::move(entry), {}, {});
-  }
-  cdi::ContainerEdits edits;
-  const unsigned count = d.allocation_mode == "All" ? kChannelCount : 1;
-  for (unsigned id = 0; id < count; ++id) {
-    auto one = cdi::imex_channel_edits(cdi::ImexChannel{id, options_.channel_major});
-    edits.device_nodes.insert(edits.device_nodes.end(), one.device_nodes.begin(), one.device_nodes.end());
-  }
-  std::vector<cdi::NamedEdits> named{{std::string(d.result.device), std::move(edits)}};
-  co_return co_await complete(claim, d, std::move(entry), std::move(named), {});
 }
 
 }  // namespace nvdra::drivers

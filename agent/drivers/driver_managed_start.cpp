@@ -105,14 +105,24 @@ boost::asio::awaitable<Result<DriverManagedOptions>> node_facts(RunContext& ctx,
 
 namespace {
 
-// --gpu-clique-label-enabled: nvidia.com/gpu.clique=<clique id>, retried until the API server takes it.
-boost::asio::awaitable<void> keep_clique_label(std::shared_ptr<NodeLabels> labels, std::string clique) {
+// --gpu-clique-label-enabled: nvidia.com/gpu.clique=<the wanted clique>, retried until the API server takes
+// it; a clique changed while a write is in flight is written next.
+boost::asio::awaitable<void> keep_clique_label(std::shared_ptr<NodeLabels> labels,
+                                               std::shared_ptr<DriverManagedParts::CliqueLabelWanted> wanted) {
   auto ex = co_await boost::asio::this_coro::executor;
+  const std::string key(imex::kCliqueLabel);
   for (std::chrono::milliseconds pause{500};; pause = std::min(pause * 2, std::chrono::milliseconds(30000))) {
     if (co_await labels->load()) {
-      if (labels->value(std::string(imex::kCliqueLabel)) == clique) co_return;
-      auto st = co_await labels->write(std::string(imex::kCliqueLabel), clique);
-      if (st) co_return;
+      const std::string target = wanted->value;
+      if (labels->value(key) == target) {
+        wanted->writing = false;
+        co_return;
+      }
+      auto st = co_await labels->write(key, target);
+      if (st) {
+        nvdra::logger("compute-domain")->info("driver=compute-domain.nvidia.com node label {}={}", key, target);
+        continue;  // look again: the clique may have changed while the patch was out
+      }
       nvdra::logger("compute-domain")->warn("{}; retrying", st.error().describe());
     }
     boost::asio::steady_timer timer(ex, pause);
@@ -135,10 +145,13 @@ std::string refusal_of(RunContext& ctx, const Result<DriverManagedOptions>& fact
 
 }  // namespace
 
-void label_clique_learnt(DriverManagedParts& parts, const config::Options& o, const std::string& clique) {
-  if (!o.gpu_clique_label_enabled || clique.empty() || parts.clique_label || !parts.labels) return;
+void label_clique(DriverManagedParts& parts, const config::Options& o, const std::string& clique) {
+  if (!o.gpu_clique_label_enabled || clique.empty() || !parts.labels) return;
   parts.clique_label = true;
-  boost::asio::co_spawn(parts.executor, keep_clique_label(parts.labels, clique),
+  parts.clique_wanted->value = clique;
+  if (parts.clique_wanted->writing) return;  // the writer in flight writes the new value next
+  parts.clique_wanted->writing = true;
+  boost::asio::co_spawn(parts.executor, keep_clique_label(parts.labels, parts.clique_wanted),
                         boost::asio::bind_cancellation_slot(parts.stop->slot(),
                                                             [keep = parts.stop](std::exception_ptr) {}));
 }
@@ -157,7 +170,7 @@ boost::asio::awaitable<Result<std::unique_ptr<DriverManagedParts>>> start_driver
   const auto clique = options.clique_id;
   if (options.refusal.empty()) {
     parts->labels = std::make_shared<NodeLabels>(api, o.node_name);
-    parts->cache = std::make_shared<ComputeDomainCache>(ctx.executor, api, o.namespace_name, o.node_name);
+    parts->cache = std::make_shared<ComputeDomainCache>(ctx.executor, api, o.namespace_name, o.node_name, clique);
   } else {
     log->error("driver=compute-domain.nvidia.com mode=driverManaged refusing every claim and publishing no device: {}",
                options.refusal);
@@ -173,12 +186,7 @@ boost::asio::awaitable<Result<std::unique_ptr<DriverManagedParts>>> start_driver
     parts->cache->on_gone([cleanup = parts->cleanup.get()](const std::string& uid) { cleanup->gone(uid); });
     parts->cache->on_synced([cleanup = parts->cleanup.get()] { cleanup->sweep(); });
     parts->cache->start();
-    if (o.gpu_clique_label_enabled && !clique.empty()) {
-      parts->clique_label = true;
-      boost::asio::co_spawn(ctx.executor, keep_clique_label(parts->labels, clique),
-                            boost::asio::bind_cancellation_slot(parts->stop->slot(),
-                                                                [keep = parts->stop](std::exception_ptr) {}));
-    }
+    label_clique(*parts, o, clique);
   }
   for (const auto& e : co_await parts->handler->recover())
     log->warn("driver=compute-domain.nvidia.com start-up cleanup: {}, ignoring", e.describe());

@@ -39,13 +39,20 @@ struct DriverManagedParts {
   // flight when these parts go must not find its cancellation slot destroyed under it.
   std::shared_ptr<boost::asio::cancellation_signal> stop = std::make_shared<boost::asio::cancellation_signal>();
   bool clique_label = false;              // --gpu-clique-label-enabled with a clique: removed at shutdown
+  // The clique label's wanted value, shared with its writer, which runs while the Node's label differs.
+  struct CliqueLabelWanted {
+    std::string value;
+    bool writing = false;
+  };
+  std::shared_ptr<CliqueLabelWanted> clique_wanted = std::make_shared<CliqueLabelWanted>();
   DriverManagedParts();
   ~DriverManagedParts();
 };
 
-// --gpu-clique-label-enabled on a node whose clique became known after start (CliqueRefresh): the
-// label, as at start. A node labelled at start keeps its label (a changed clique is not relabelled).
-void label_clique_learnt(DriverManagedParts& parts, const config::Options& o, const std::string& clique);
+// --gpu-clique-label-enabled: the node's clique as the label nvidia.com/gpu.clique, at start and each
+// time CliqueRefresh sees the clique become known or change (as upstream's 10-minute re-read does). An
+// empty clique leaves the label as it is (upstream sets none for an empty id and keeps a known one).
+void label_clique(DriverManagedParts& parts, const config::Options& o, const std::string& clique);
 
 boost::asio::awaitable<Result<std::unique_ptr<DriverManagedParts>>> start_driver_managed(
     RunContext& ctx, std::shared_ptr<k8s::ApiServer> claim_reader, claims::CheckpointCommitter& committer,

@@ -17,6 +17,7 @@
 //    cancellation of the awaitable; a handler must leave the node consistent when it stops early.
 #include <boost/asio/awaitable.hpp>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,9 +31,16 @@ struct ClaimRef {
   std::string namespace_name;
   std::string name;
   std::string uid;
+  // The call's deadline as this server sees it (kubelet's gRPC deadline for NodePrepareResources /
+  // NodeUnprepareResources); empty when the client set none. A handler that waits (a channel's
+  // readiness) answers before it, so that kubelet reads the reason instead of DEADLINE_EXCEEDED.
+  std::optional<std::chrono::steady_clock::time_point> deadline{};
   // "ns/name (uid)": the form Error::claim and log lines use.
   std::string describe() const { return namespace_name + "/" + name + " (" + uid + ")"; }
-  bool operator==(const ClaimRef&) const = default;
+  // The claim's identity: the deadline is the call's, not the claim's.
+  bool operator==(const ClaimRef& o) const {
+    return namespace_name == o.namespace_name && name == o.name && uid == o.uid;
+  }
 };
 
 // One device kubelet must make available to the claim's containers.

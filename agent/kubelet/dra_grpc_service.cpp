@@ -2,6 +2,9 @@
 // v1beta1 has no share_id (../shared/reference/kubelet-dra-protocol.md §1.3).
 #include <boost/asio/awaitable.hpp>
 
+#include <chrono>
+#include <optional>
+
 #include "agent/kubelet/dra_service.hpp"
 #include "agent/kubelet/grpc_services.hpp"
 #include "agent/kubelet/proto/dra_v1.grpc.pb.h"
@@ -37,18 +40,28 @@ struct V1beta1Ns {
   using NodeUnprepareResourcesResponse = k8s::io::kubelet::pkg::apis::dra::v1beta1::NodeUnprepareResourcesResponse;
 };
 
+// The call's deadline on the steady clock (grpc++ gives it on the system clock; "none" is its max).
+std::optional<std::chrono::steady_clock::time_point> call_deadline(const grpc::CallbackServerContext* ctx) {
+  const auto at = ctx->deadline();
+  if (at == std::chrono::system_clock::time_point::max()) return std::nullopt;
+  const auto left = std::chrono::duration_cast<std::chrono::steady_clock::duration>(at - std::chrono::system_clock::now());
+  return std::chrono::steady_clock::now() + left;
+}
+
 template <class Claims>
-std::vector<ClaimRef> to_refs(const Claims& claims) {
+std::vector<ClaimRef> to_refs(const Claims& claims,
+                              std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt) {
   std::vector<ClaimRef> refs;
   refs.reserve(claims.size());
-  for (const auto& c : claims) refs.push_back(ClaimRef{c.namespace_(), c.name(), c.uid()});
+  for (const auto& c : claims) refs.push_back(ClaimRef{c.namespace_(), c.name(), c.uid(), deadline});
   return refs;
 }
 
 template <class A>
 asio::awaitable<grpc::Status> prepare(DraService* dra, const typename A::PrepareRequest* request,
-                                      typename A::PrepareResponse* response) {
-  auto claims = to_refs(request->claims());
+                                      typename A::PrepareResponse* response,
+                                      std::optional<std::chrono::steady_clock::time_point> deadline) {
+  auto claims = to_refs(request->claims(), deadline);
   if (auto bad = DraService::validate(claims)) co_return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, *bad);
   auto results = co_await dra->prepare(std::move(claims));
   auto& out = *response->mutable_claims();
@@ -88,10 +101,12 @@ class DraGrpcService final : public A::Service::CallbackService {
   DraGrpcService(asio::any_io_executor ex, rpc::CallTracker& calls, DraService& dra)
       : ex_(std::move(ex)), calls_(calls), dra_(dra) {}
 
-  grpc::ServerUnaryReactor* NodePrepareResources(grpc::CallbackServerContext*,
+  grpc::ServerUnaryReactor* NodePrepareResources(grpc::CallbackServerContext* ctx,
                                                  const typename A::PrepareRequest* request,
                                                  typename A::PrepareResponse* response) override {
-    return rpc::serve_unary(ex_, calls_, [dra = &dra_, request, response] { return prepare<A>(dra, request, response); });
+    return rpc::serve_unary(ex_, calls_, [dra = &dra_, request, response, deadline = call_deadline(ctx)] {
+      return prepare<A>(dra, request, response, deadline);
+    });
   }
 
   grpc::ServerUnaryReactor* NodeUnprepareResources(grpc::CallbackServerContext*,

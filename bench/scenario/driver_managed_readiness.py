@@ -21,6 +21,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(TOP, "test", "lib"))
+from compute_domain_objects import clique_object  # noqa: E402
 from gpu_claims import pct_ms  # noqa: E402
 
 GV = "resource.nvidia.com/v1beta1"
@@ -60,10 +61,7 @@ def one_domain(node, plugin, clique, i, which, ready_after):
     worker.start()
     node.api.wait_for_objects("v1", "nodes", lambda n: n[0]["metadata"].get("labels", {}).get(LABEL) == uid, 60)
     time.sleep(ready_after)  # the daemon pod's start (a model of a duration, not a wait for an event)
-    node.api.put_object({"apiVersion": GV, "kind": "ComputeDomainClique",
-                         "metadata": {"name": f"{uid}.{clique}", "namespace": "default"},
-                         "daemons": [{"nodeName": node.node, "ipAddress": "10.0.0.7", "cliqueID": clique,
-                                      "index": 0, "status": "Ready"}]})
+    node.api.put_object(clique_object(uid, clique, node.node))
     ready = time.monotonic()
     worker.join(120)
     if out["answer"]["error"]:

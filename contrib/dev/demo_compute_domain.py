@@ -12,6 +12,7 @@ LABEL = "resource.nvidia.com/computeDomain"
 
 
 def run(step):
+    from compute_domain_objects import clique_object
     from gpu_node import SimulatedNode
     node = SimulatedNode(profile="gb200-nvl", node="demo-node", args=["--controller=false"])
     try:
@@ -46,10 +47,7 @@ def run(step):
         print(f"  {domain_dir}: {sorted(os.listdir(domain_dir))}")
 
         step("the daemon reports Ready in ComputeDomainClique " + f"{uid}.{clique}")
-        node.api.put_object({"apiVersion": GV, "kind": "ComputeDomainClique",
-                             "metadata": {"name": f"{uid}.{clique}", "namespace": "default"},
-                             "daemons": [{"nodeName": node.node, "ipAddress": "10.0.0.7", "cliqueID": clique,
-                                          "index": 0, "status": "Ready"}]})
+        node.api.put_object(clique_object(uid, clique, node.node))
         worker.join(60)
         print(f"  channel prepared {(time.monotonic() - t0) * 1000:.0f} ms after the prepare started: "
               f"{answer['devices'][0]['cdi_device_ids']} {answer['error'] or ''}")

@@ -245,6 +245,11 @@ namespace {
 unsigned fabric_state(const DeviceView& v) {
   return v.st.fabric_state >= 0 ? static_cast<unsigned>(v.st.fabric_state) : v.spec.fabric->state;
 }
+
+// The profile's clique id unless a test changed it (nvdraMockSetFabricClique: registered in another clique).
+unsigned fabric_clique(const DeviceView& v) {
+  return v.st.fabric_clique >= 0 ? static_cast<unsigned>(v.st.fabric_clique) : v.spec.fabric->clique_id;
+}
 }  // namespace
 
 nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t* info) {
@@ -254,7 +259,7 @@ nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t
     std::memset(info, 0, sizeof *info);
     std::memcpy(info->clusterUuid, v.spec.fabric->cluster_uuid.data(), NVML_GPU_FABRIC_UUID_LEN);
     info->status = static_cast<nvmlReturn_t>(v.spec.fabric->status);
-    info->cliqueId = v.spec.fabric->clique_id;
+    info->cliqueId = fabric_clique(v);
     info->state = static_cast<nvmlGpuFabricState_t>(fabric_state(v));
     return NVML_SUCCESS;
   });
@@ -272,7 +277,7 @@ nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV
     v2->version = version;
     std::memcpy(v2->clusterUuid, v.spec.fabric->cluster_uuid.data(), NVML_GPU_FABRIC_UUID_LEN);
     v2->status = static_cast<nvmlReturn_t>(v.spec.fabric->status);
-    v2->cliqueId = v.spec.fabric->clique_id;
+    v2->cliqueId = fabric_clique(v);
     v2->state = static_cast<nvmlGpuFabricState_t>(fabric_state(v));
     v2->healthMask = v.spec.fabric->health_mask;
     if (version == nvmlGpuFabricInfo_v3) info->healthSummary = static_cast<unsigned char>(v.spec.fabric->health_summary);

@@ -120,6 +120,10 @@ int nvdraMockSetFabricState(const char* uuid, int state) {
   return with_profile_gpu(uuid, [&](GpuState& g) { g.fabric_state = state < 0 ? -1 : state; });
 }
 
+int nvdraMockSetFabricClique(const char* uuid, long long clique_id) {
+  return with_profile_gpu(uuid, [&](GpuState& g) { g.fabric_clique = clique_id < 0 ? -1 : clique_id; });
+}
+
 int nvdraMockResetState(void) {
   InitScope init;
   if (init.rc() != NVML_SUCCESS) return init.rc();

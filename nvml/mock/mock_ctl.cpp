@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
     return hook<decltype(&nvdraMockSetEventsSupported)>(lib, argv[2])(a[0], static_cast<int>(number(a[1])));
   if (name == "nvdraMockSetFabricState" && a.size() == 2)
     return hook<decltype(&nvdraMockSetFabricState)>(lib, argv[2])(a[0], static_cast<int>(number(a[1])));
+  if (name == "nvdraMockSetFabricClique" && a.size() == 2)
+    return hook<decltype(&nvdraMockSetFabricClique)>(lib, argv[2])(a[0], static_cast<long long>(number(a[1])));
   if (name == "nvdraMockFailNext" && a.size() == 3)
     return hook<decltype(&nvdraMockFailNext)>(lib, argv[2])(a[0], static_cast<int>(number(a[1])),
                                                             static_cast<unsigned>(number(a[2])));

@@ -37,7 +37,7 @@ std::string serialize_state(const MachineState& st) {
         << YAML::Value << g.mig_pending << YAML::Key << "persistence" << YAML::Value << g.persistence << YAML::Key
         << "lost" << YAML::Value << g.lost << YAML::Key << "recovery" << YAML::Value << g.recovery_action
         << YAML::Key << "events" << YAML::Value << g.events_supported << YAML::Key << "fabric" << YAML::Value
-        << g.fabric_state;
+        << g.fabric_state << YAML::Key << "clique" << YAML::Value << g.fabric_clique;
     out << YAML::Key << "gis" << YAML::Value << YAML::BeginSeq;
     for (const auto& gi : g.gis)
       out << YAML::BeginSeq << gi.id << gi.profile_id << gi.start << gi.size << YAML::EndSeq;
@@ -71,6 +71,7 @@ std::optional<MachineState> parse_state(const std::string& text) {
       gs.recovery_action = g["recovery"].as<unsigned>();
       gs.events_supported = g["events"].as<bool>();
       if (g["fabric"]) gs.fabric_state = g["fabric"].as<int>();  // absent in state files written before the hook
+      if (g["clique"]) gs.fabric_clique = g["clique"].as<long long>();
       for (const auto& gi : g["gis"])
         gs.gis.push_back(GiRecord{gi[0].as<unsigned>(), gi[1].as<unsigned>(), gi[2].as<unsigned>(), gi[3].as<unsigned>()});
       for (const auto& ci : g["cis"])

@@ -24,6 +24,7 @@ struct GpuState {
   unsigned recovery_action = 0;    // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION's value
   bool events_supported = true;    // false: nvmlDeviceRegisterEvents answers NOT_SUPPORTED
   int fabric_state = -1;           // nvmlGpuFabricState_t a test set (nvdraMockSetFabricState); -1: the profile's
+  long long fabric_clique = -1;    // clique id a test set (nvdraMockSetFabricClique); -1: the profile's
   std::vector<GiRecord> gis;
   std::vector<CiRecord> cis;
 };

@@ -26,6 +26,9 @@ int nvdraMockSetEventsSupported(const char* uuid, int supported);
  * 1 NOT_STARTED, 2 IN_PROGRESS, 3 COMPLETED), e.g. 2 then 3 for a fabric still registering at start
  * that finishes later; a negative state restores the profile's. NOT_SUPPORTED GPUs stay so. */
 int nvdraMockSetFabricState(const char* uuid, int state);
+/* Sets the GPU's NVLink clique id as nvmlDeviceGetGpuFabricInfo[V] report it (a fabric that registered
+ * again in another clique); a negative id restores the profile's. NOT_SUPPORTED GPUs stay so. */
+int nvdraMockSetFabricClique(const char* uuid, long long clique_id);
 /* Makes the next `count` calls of the NVML function named `function` (on any device) fail with
  * `rc` and change nothing, e.g. ("nvmlDeviceCreateGpuInstanceWithPlacement", 23 INSUFFICIENT_RESOURCES,
  * 1) or ("nvmlComputeInstanceDestroy", 19 IN_USE, 2) for a GPU busy with processes. Honoured by

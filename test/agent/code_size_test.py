@@ -10,11 +10,9 @@ import unittest
 SRC = os.path.abspath(os.environ.get("NVDRA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")))
 FOLDERS = ("agent/claims", "agent/drivers")
 MAX_FUNCTION, MAX_FILE = 60, 400
-# "path:function head start" -> the length it may not exceed until it is split (issue #31: the
-# compute-domain driver's claims move onto the step pipeline on another branch).
-KNOWN = {
-    "agent/drivers/compute_domain_claims.cpp:boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> ComputeDomainClaimHandler::prepare_new": 118,
-}
+# "path:function head start" -> the length it may not exceed until it is split. Empty: every
+# function in both folders is within the limit.
+KNOWN = {}
 
 
 def code_lines(text):

@@ -9,6 +9,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -32,6 +33,7 @@ class FakeClaimHandler final : public ClaimHandler {
   boost::asio::awaitable<Result<std::vector<PreparedDevice>>> prepare(ClaimRef claim) override {
     Alive alive(*this);
     ++prepares;
+    deadlines.push_back(claim.deadline);
     co_await maybe_hold();
     auto it = known_.find(claim.uid);
     if (it == known_.end()) co_return make_error(ErrorCode::kNotFound, "claim is not known to the fake handler");
@@ -46,6 +48,7 @@ class FakeClaimHandler final : public ClaimHandler {
   }
 
   std::atomic<int> prepares{0};
+  std::vector<std::optional<std::chrono::steady_clock::time_point>> deadlines;  // each prepare's ClaimRef::deadline
   std::atomic<int> unprepares{0};
   std::atomic<int> live{0};           // handler coroutines alive now
   std::atomic<int> max_in_flight{0};  // most prepares seen at once

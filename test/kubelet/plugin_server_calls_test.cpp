@@ -48,6 +48,25 @@ TEST_F(PluginCallsTest, ManyClaimsInOneCallAreWorkedOnConcurrently) {
   EXPECT_EQ(claims_.max_in_flight.load(), kClaims);
 }
 
+TEST_F(PluginCallsTest, AHandlerSeesTheCallsDeadlineOnTheSteadyClockAndNoneWhenTheClientSetNone) {
+  loop_.sync([&] { claims_.know("uid-a", {}); });
+  start();
+  drav1::NodePrepareResourcesRequest request;
+  add_claim(request, "uid-a");
+  drav1::NodePrepareResourcesResponse response;
+  const auto before = std::chrono::steady_clock::now();
+  auto with_deadline = context(std::chrono::seconds(20));
+  ASSERT_TRUE(dra_v1()->NodePrepareResources(with_deadline.get(), request, &response).ok());
+  grpc::ClientContext without_deadline;
+  ASSERT_TRUE(dra_v1()->NodePrepareResources(&without_deadline, request, &response).ok());
+  std::vector<std::optional<std::chrono::steady_clock::time_point>> seen;
+  loop_.sync([&] { seen = claims_.deadlines; });
+  ASSERT_EQ(seen.size(), 2u);
+  ASSERT_TRUE(seen[0].has_value());
+  EXPECT_GT(*seen[0], before);
+  EXPECT_FALSE(seen[1].has_value());
+}
+
 TEST_F(PluginCallsTest, AClientCancelEndsTheHandlerCoroutine) {
   loop_.sync([&] { claims_.hang(); });
   start();

@@ -145,8 +145,10 @@ def _make_capability_nodes(node):
     majors = _majors(node.host_root)
     caps = os.path.join(node.host_root, "proc", "driver", "nvidia", "capabilities")
     for base, _, files in os.walk(caps):
-        if "access" in files:
-            with open(os.path.join(base, "access")) as f:
+        for name in files:
+            if name not in ("access", "fabric-imex-mgmt"):
+                continue
+            with open(os.path.join(base, name)) as f:
                 minor = next(int(line.split(":")[1]) for line in f if line.startswith("DeviceFileMinor"))
             _mknod(os.path.join(dev, "nvidia-caps", f"nvidia-cap{minor}"), majors["nvidia-caps"], minor)
     _mknod(os.path.join(dev, "nvidia-caps-imex-channels", "channel0"), majors["nvidia-caps-imex-channels"], 0)
@@ -177,7 +179,7 @@ class UpstreamPlugins:
     root. qps/burst: client-go's limits (None: upstream's defaults, 5 and 10)."""
 
     def __init__(self, node, drivers=(GPU, CD), qps=None, burst=None, gates=None, extra_args=None, directory=None,
-                 imex_mode="hostManaged"):
+                 imex_mode="hostManaged", templates=None):
         self.dir = directory or upstream_dir()
         if self.dir is None:
             raise RuntimeError(skip_reason())
@@ -185,6 +187,10 @@ class UpstreamPlugins:
             raise ValueError("UpstreamPlugins needs a node built by upstream_node() (device nodes in the driver root)")
         self.node, self.drivers, self.qps, self.burst = node, list(drivers), qps, burst
         self.imex_mode = imex_mode  # the compute-domain plugin's --imex-mode
+        # A directory bound over the image's /templates in the compute-domain plugin's mount namespace: its
+        # daemon prepare copies /templates/compute-domain-daemon-config.tmpl.cfg. The mount point is created
+        # when the machine has none (an empty directory, left in place: another run may have it mounted).
+        self.templates = templates
         self.gates = dict(DEFAULT_GATES, **(gates or {}))
         self.extra_args = dict(extra_args or {})
         self.procs, self.logs, self.plugins = {}, {}, {}
@@ -228,15 +234,24 @@ class UpstreamPlugins:
         """`unshare -m` and a shell that binds the simulated host's proc/sys files over the machine's,
         then execs the plugin (same pid: RSS and signals reach the plugin itself)."""
         h = self.node.host_root
+        # The compute-domain plugin unmounts every mount point under /proc/driver/nvidia at start (§9.1): it
+        # gets a copy of the capability files in the tmpfs, which it reads once (fabric-imex-mgmt).
+        caps = "copy" if driver == CD else "mkdir"
         binds = [("tmpfs", "/proc/driver", None),
-                 (f"{h}/proc/driver/nvidia/capabilities", "/proc/driver/nvidia/capabilities", "mkdir"),
+                 (f"{h}/proc/driver/nvidia/capabilities", "/proc/driver/nvidia/capabilities", caps),
                  (f"{h}/proc/devices", "/proc/devices", None)]
         os.makedirs(f"{h}/sys/bus/pci/devices", exist_ok=True)
         binds.append((f"{h}/sys/bus/pci/devices", "/sys/bus/pci/devices", None))
+        if driver == CD and self.templates:
+            binds.append((self.templates, "/templates", "mkdir"))
         steps = []
         for src, dst, how in binds:
             if src == "tmpfs":
                 steps.append(f"mount -t tmpfs nvdra-parity {dst}")
+                continue
+            if how == "copy":
+                steps.append(f"mkdir -p {shlex.quote(os.path.dirname(dst))} && cp -a {shlex.quote(src)} "
+                             f"{shlex.quote(dst)}")
                 continue
             if how == "mkdir":
                 steps.append(f"mkdir -p {shlex.quote(dst)}")

@@ -8,6 +8,7 @@ import re
 import threading
 import unittest
 
+from compute_domain_objects import clique_object
 from gpu_node import CD, SimulatedNode
 
 GV = "resource.nvidia.com/v1beta1"
@@ -43,11 +44,7 @@ class DriverManaged(unittest.TestCase):
         return self.node.wait_log(r"mode=driverManaged clique=(\S+)").group(1)
 
     def daemon_ready(self, uid, status="Ready"):
-        self.node.api.put_object({
-            "apiVersion": GV, "kind": "ComputeDomainClique",
-            "metadata": {"name": f"{uid}.{self.clique()}", "namespace": "default"},
-            "daemons": [{"nodeName": self.node.node, "ipAddress": "10.0.0.7", "cliqueID": self.clique(), "index": 0,
-                         "status": status}]})
+        self.node.api.put_object(clique_object(uid, self.clique(), self.node.node, status))
 
     def node_labels(self):
         return self.node.api.objects("v1", "nodes")[0]["metadata"].get("labels", {})
@@ -243,8 +240,12 @@ class ChannelClaims(DriverManaged):
 
 class ReadinessNeverArrives(DriverManaged):
     def test_deadline_names_the_domain_the_clique_and_the_daemons_last_status(self):
+        """The wait is bounded by the call's own gRPC deadline (here 4 s, not the fixed 40 s): the answer
+        arrives before it (a late one would raise DEADLINE_EXCEEDED here) and says why."""
         self.daemon_ready(self.domain, status="NotReady")
-        answer = self.answer(self.channel_claim("pod-h"))  # answered before kubelet's 45 s deadline
+        claim = self.channel_claim("pod-h")
+        answer = self.node.plugins[CD].prepare([claim], timeout=4.0)[claim.uid]
+        self.assertIn("until just before kubelet's deadline", answer["error"])
         self.assertIn("current node not ready in ComputeDomain", answer["error"])
         self.assertIn(f"ComputeDomainClique default/{self.domain}.{self.clique()} lists node {self.node.node} as "
                       "NotReady", answer["error"])

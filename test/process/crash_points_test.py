@@ -23,6 +23,7 @@ import yaml
 
 from gpu_node import CD, GPU, SimulatedNode, gpu_config
 from nvdra_testlib import SOURCE_DIR
+import compute_domain_objects
 import compute_domain_test  # fake_systemd1's client and the node on a private bus
 import fabric_manager_test  # the FabricManager node and its mock FM state
 
@@ -143,10 +144,7 @@ def add_ready_domain(run):
                                   "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": "crash-dm"}}}})
     run.domain = cd["metadata"]["uid"]
     clique = run.node.wait_log(r"mode=driverManaged clique=(\S+)").group(1)
-    run.node.api.put_object({"apiVersion": gv, "kind": "ComputeDomainClique",
-                             "metadata": {"name": f"{run.domain}.{clique}", "namespace": "default"},
-                             "daemons": [{"nodeName": run.node.node, "ipAddress": "10.0.0.7", "cliqueID": clique,
-                                          "index": 0, "status": "Ready"}]})
+    run.node.api.put_object(compute_domain_objects.clique_object(run.domain, clique, run.node.node))
 
 
 def no_domain_label(test, run):

@@ -2,14 +2,21 @@
 --imex-mode=driverManaged, gates IMEXDaemonsWithDNSNames and ComputeDomainCliques on) on the same simulated
 gb200-nvl node and API double: the slices are equal, and the same channel claims get the same answers —
 prepared once the daemon's ComputeDomainClique entry is Ready, refused in upstream's words for a wrong
-namespace, and the node label set and removed. Runs where NVDRA_UPSTREAM_DIR names the unpacked upstream
+namespace, and the node label set and removed; a daemon claim gets the same answer, CDI edits and domain
+directory (upstream copies its image's /templates/compute-domain-daemon-config.tmpl.cfg: here a file of the keys
+upstream-driver.md §9.4 lists, bound over /templates in upstream's mount namespace); a channel whose daemon never
+turns Ready gets upstream's `current node not ready in ComputeDomain` from both (upstream after its own 45 s
+retries, nvdra before the call's shorter deadline). Runs where NVDRA_UPSTREAM_DIR names the unpacked upstream
 binaries and the test runs as root; skips with one line elsewhere (exit 77)."""
+import json
 import os
+import stat
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cdi_edits import claim_edits
+from compute_domain_objects import clique_object
 from gpu_node import CD
 from upstream_node import UpstreamPlugins, exit_without_upstream, needs_upstream, upstream_node
 from upstream_parity_test import comparable, ids_of, slices_of
@@ -20,6 +27,84 @@ LABEL = "resource.nvidia.com/computeDomain"
 
 def channel_config(uid):
     return {"apiVersion": GV, "kind": "ComputeDomainChannelConfig", "domainID": uid, "allocationMode": "Single"}
+
+
+# The IMEX daemon config template as upstream's image ships it: the keys upstream-driver.md §9.4 lists, in its
+# order, with comments (the real file's are longer). Upstream copies the file; nvdra writes the keys alone.
+TEMPLATE_KEYS = {
+    "logging": ["LOG_LEVEL=4", "LOG_FILE_NAME=", "STATS_FILE_NAME=/var/log/nvidia-imex-stats.log",
+                "LOG_APPEND_TO_LOG=0", "LOG_FILE_MAX_SIZE=1024", "LOG_MAX_ROTATE_COUNT=10", "LOG_USE_SYSLOG=0"],
+    "process": ["DAEMONIZE=0"],
+    "network": ["BIND_INTERFACE_IP=", "SERVER_PORT=50000", "IMEX_NODE_CONFIG_FILE={{ .IMEXDaemonNodesConfigPath }}",
+                "NETWORK_INTERFACE=", "IMEX_WAIT_FOR_QUORUM=RECOVERY"],
+    "security": ["IMEX_ENABLE_AUTH_ENCRYPTION=0", "IMEX_AUTH_ENCRYPTION_MODE=SSL_TLS", "IMEX_AUTH_SOURCE=",
+                 "IMEX_SERVER_KEY=", "IMEX_SERVER_CERT=", "IMEX_SERVER_CERT_AUTH=", "IMEX_CLIENT_KEY=",
+                 "IMEX_CLIENT_CERT=", "IMEX_CLIENT_CERT_AUTH=", "IMEX_SECURITY_TARGET_OVERRIDE=",
+                 "IMEX_GSS_SERVICE_NAME=host", "IMEX_GSS_TIMEOUT_SEC=30", "IMEX_GSS_RETRY_INTERVAL_SEC=5",
+                 "IMEX_GSS_SEC_CONTEXT_LIFETIME_SEC=-1", "IMEX_GSS_SHUTDOWN_ON_FAILURE=0"],
+    "command service": ["IMEX_CMD_ENABLED=1", "IMEX_CMD_BIND_INTERFACE_IP={{ .IMEXCmdBindInterfaceIP }}",
+                        "IMEX_CMD_PORT=50005", "IMEX_CMD_UNIX_DOMAIN_PATH="],
+    "failures": ["IMEX_NODE_DISCONNECTED_GRACE_TIME=-1"],
+}
+TEMPLATE = "".join(f"# {section}\n" + "".join(k + "\n" for k in keys) + "\n" for section, keys in TEMPLATE_KEYS.items())
+
+
+def keys_of(text):
+    return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
+def templates_dir(node):
+    path = os.path.join(node.root, "upstream-templates")
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "compute-domain-daemon-config.tmpl.cfg"), "w") as f:
+        f.write(TEMPLATE)
+    return path
+
+
+def domain_dir(node, uid):
+    """{name: (octal mode, content)} of the domain directory, "." for the directory itself."""
+    path = os.path.join(node.dirs.plugins, CD, "domains", uid)
+    out = {".": oct(stat.S_IMODE(os.stat(path).st_mode))}
+    for name in sorted(os.listdir(path)):
+        with open(os.path.join(path, name)) as f:
+            out[name] = (oct(stat.S_IMODE(os.stat(os.path.join(path, name)).st_mode)), f.read())
+    return out
+
+
+def normalised(value, names):
+    """`value` with each key of `names` replaced by its value, through its JSON (sets as sorted lists)."""
+    text = json.dumps(value, sort_keys=True, default=sorted)
+    for old, new in names.items():
+        text = text.replace(old, new)
+    return json.loads(text)
+
+
+def daemon_side(node, plugin, which, uid):
+    claim = node.allocate(f"daemon-{which}", [("daemon", "daemon-0")],
+                          [([], {"apiVersion": GV, "kind": "ComputeDomainDaemonConfig", "domainID": uid})], driver=CD)
+    answer = plugin.prepare([claim])[claim.uid]
+    names = {claim.uid: "<claim>", uid: "<cd>", f"cd-{which}": "<cd-name>"}
+    # The daemon's own device (the claim spec). The node-wide device=all spec (upstream's nvcdi "management" spec)
+    # is left out: upstream's lists every device node of the driver root's /dev (IMEX channels and MIG caps
+    # included) and no Vulkan ICD mount, nvdra's the GPUs' nodes and the driver's common edits.
+    own = [i for i in ids_of(answer) if "/claim=" in i]
+    edits = claim_edits(node.dirs.cdi, own) if not answer["error"] else {}
+    out = {"answer": normalised((answer["error"], ids_of(answer)), names), "edits": normalised(edits, names),
+           "dir": domain_dir(node, uid) if not answer["error"] else None}
+    out["unprepare"] = plugin.unprepare([claim])[claim.uid]
+    return out
+
+
+def not_ready_side(node, plugin, which, timeout):
+    """A channel of a second ComputeDomain whose daemon never reports: the prepare's error (None: the claim was
+    left out of the answer), then its unprepare (the label goes)."""
+    cd = node.api.put_object({"apiVersion": GV, "kind": "ComputeDomain",
+                              "metadata": {"name": f"nr-{which}", "namespace": "default"},
+                              "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": "nr"}}}})
+    uid = cd["metadata"]["uid"]
+    claim = node.allocate(f"nr-{which}", [("channel", "channel-0")], [([], channel_config(uid))], driver=CD)
+    answer = plugin.prepare([claim], timeout=timeout).get(claim.uid)
+    return {"error": answer["error"] if answer else None, "unprepare": plugin.unprepare([claim])[claim.uid]}
 
 
 @needs_upstream
@@ -47,7 +132,7 @@ class DriverManagedParity(unittest.TestCase):
             node.start()
             plugin = node.plugins[CD]
         else:
-            up = UpstreamPlugins(node, drivers=[CD], imex_mode="driverManaged",
+            up = UpstreamPlugins(node, drivers=[CD], imex_mode="driverManaged", templates=templates_dir(node),
                                  gates={CD: "IMEXDaemonsWithDNSNames=true,ComputeDomainCliques=true"})
             up.start(wait_slices=False)
             plugin = up.cd()
@@ -60,10 +145,7 @@ class DriverManagedParity(unittest.TestCase):
                                   namespace="other", driver=CD)
             out["wrong"] = plugin.prepare([wrong])[wrong.uid]["error"]
             clique = node.wait_log(r"mode=driverManaged clique=(\S+)").group(1)
-            node.api.put_object({"apiVersion": GV, "kind": "ComputeDomainClique",
-                                 "metadata": {"name": f"{uid}.{clique}", "namespace": "default"},
-                                 "daemons": [{"nodeName": node.node, "ipAddress": "10.0.0.7", "cliqueID": clique,
-                                              "index": 0, "status": "Ready"}]})
+            node.api.put_object(clique_object(uid, clique, node.node))
             claim = node.allocate(f"ch-{which}", [("channel", "channel-0")], [([], channel_config(uid))], driver=CD)
             answer = plugin.prepare([claim])[claim.uid]
             out["answer"] = (answer["error"], [i.replace(claim.uid, "<uid>") for i in ids_of(answer)])
@@ -72,6 +154,10 @@ class DriverManagedParity(unittest.TestCase):
             out["label"] = node.api.objects("v1", "nodes")[0]["metadata"].get("labels", {}).get(LABEL) == uid
             out["unprepare"] = plugin.unprepare([claim])[claim.uid]
             out["label_after"] = node.api.objects("v1", "nodes")[0]["metadata"].get("labels", {}).get(LABEL)
+            out["daemon"] = daemon_side(node, plugin, which, uid)
+            # Upstream retries until its own 45 s deadline: its call gets more; nvdra answers before a short one.
+            out["not_ready"] = not_ready_side(node, plugin, which, 60.0 if which == "upstream" else 5.0)
+            out["not_ready"]["logged"] = "current node not ready in ComputeDomain" in (up.log_text() if up else "")
         finally:
             if up:
                 up.cleanup()
@@ -98,6 +184,28 @@ class DriverManagedParity(unittest.TestCase):
             self.assertEqual(self.seen[which]["unprepare"], "", which)
             self.assertIsNone(self.seen[which]["label_after"], which)
 
+    def test_daemon_answers_edits_and_domain_directory_equal(self):
+        nvdra, upstream = self.seen["nvdra"]["daemon"], self.seen["upstream"]["daemon"]
+        self.assertEqual(upstream["answer"][0], "")
+        self.assertEqual(nvdra["answer"], upstream["answer"])
+        self.assertEqual(nvdra["edits"], upstream["edits"])
+        self.assertEqual(upstream["dir"]["imexd.cfg.tmpl"][1], TEMPLATE)  # upstream copies the image's file
+        # The same names and modes, and the same keys in the same order (README: nvdra's file has no comments).
+        self.assertEqual({k: v[0] if k != "." else v for k, v in nvdra["dir"].items()},
+                         {k: v[0] if k != "." else v for k, v in upstream["dir"].items()})
+        self.assertEqual(keys_of(nvdra["dir"]["imexd.cfg.tmpl"][1]), keys_of(TEMPLATE))
+        self.assertEqual((nvdra["unprepare"], upstream["unprepare"]), ("", ""))
+
+    def test_not_ready_in_upstreams_words(self):
+        """Upstream retries until its own 45 s and then leaves the claim out of its answer (its words only in its
+        log); nvdra answers with them before the call's deadline (README: a deliberate difference)."""
+        nvdra, upstream = self.seen["nvdra"]["not_ready"], self.seen["upstream"]["not_ready"]
+        self.assertIn("current node not ready in ComputeDomain", nvdra["error"])
+        self.assertTrue(upstream["logged"])
+        if upstream["error"] is not None:
+            self.assertIn("current node not ready in ComputeDomain", upstream["error"])
+        self.assertEqual((nvdra["unprepare"], upstream["unprepare"]), ("", ""))
+
     def test_wrong_namespace_in_upstreams_words(self):
         for which in ("nvdra", "upstream"):
             self.assertIn("the ResourceClaim's namespace is different than the ComputeDomain's namespace",
@@ -119,10 +227,7 @@ class DriverManagedTakeOver(unittest.TestCase):
                                        "metadata": {"name": "cd", "namespace": "default"},
                                        "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": "t"}}}})
         self.uid = cd["metadata"]["uid"]
-        self.node.api.put_object({"apiVersion": GV, "kind": "ComputeDomainClique",
-                                  "metadata": {"name": f"{self.uid}.{self.clique}", "namespace": "default"},
-                                  "daemons": [{"nodeName": self.node.node, "ipAddress": "10.0.0.7",
-                                               "cliqueID": self.clique, "index": 0, "status": "Ready"}]})
+        self.node.api.put_object(clique_object(self.uid, self.clique, self.node.node))
         self.claim = self.node.allocate("ch", [("channel", "channel-0")], [([], channel_config(self.uid))], driver=CD)
 
     def side(self, which):

@@ -5,7 +5,7 @@ import time
 
 from .custom_resources import STATUS_SUBRESOURCE, merge_for_subresource
 from .admission import admission_request
-from .server import selector_matcher, status
+from .server import query_matcher, status
 
 
 def parse_path(path):
@@ -65,7 +65,7 @@ def handle_rest(h, d, method, path, query):
         else:
             h.send_json(200, obj)
     elif method == "GET":
-        items, rv = d.store.list(resource, ns, selector_matcher(query.get("fieldSelector")))
+        items, rv = d.store.list(resource, ns, query_matcher(query))
         h.send_json(200, {"apiVersion": gv, "kind": kind + "List", "metadata": {"resourceVersion": rv}, "items": items})
     elif method == "POST" and not name:
         create(h, d, gv, kind, resource, ns, plural)
@@ -246,7 +246,7 @@ def event_line(etype, obj):
 
 
 def serve_watch(h, d, resource, ns, query):
-    match = selector_matcher(query.get("fieldSelector"))
+    match = query_matcher(query)
     bookmarks = query.get("allowWatchBookmarks") == "true"
     deadline = time.time() + min(float(query.get("timeoutSeconds") or 1800), 1800)
     rv = query.get("resourceVersion", "")

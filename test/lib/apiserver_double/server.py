@@ -62,6 +62,49 @@ def selector_matcher(selector):
     return lambda obj: all((field_value(obj, k) == v) == eq for k, v, eq in terms)
 
 
+def _selector_terms(selector):
+    """The comma-separated terms of a labelSelector, commas inside a set's parentheses kept."""
+    terms, depth, term = [], 0, ""
+    for ch in selector or "":
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            terms.append(term.strip())
+            term = ""
+        else:
+            term += ch
+    terms.append(term.strip())
+    return [t for t in terms if t]
+
+
+def label_matcher(selector):
+    """A labelSelector as the API server reads it: `k=v`, `k==v`, `k!=v`, `k`, `!k`, `k in (a,b)`, `k notin (a,b)`."""
+    checks = []
+    for term in _selector_terms(selector):
+        words = term.split(None, 1)
+        if len(words) == 2 and words[1].split(None, 1)[0] in ("in", "notin"):
+            op, values = words[1].split(None, 1)
+            wanted = {v.strip() for v in values.strip().strip("()").split(",")}
+            checks.append(lambda labels, k=words[0], w=wanted, neg=op == "notin":
+                          (labels.get(k) in w) != neg if k in labels else neg)
+        elif "!=" in term:
+            k, v = term.split("!=", 1)
+            checks.append(lambda labels, k=k.strip(), v=v.strip(): labels.get(k) != v)
+        elif "=" in term:
+            k, v = term.split("=", 1)
+            checks.append(lambda labels, k=k.rstrip("=").strip(), v=v.lstrip("=").strip(): labels.get(k) == v)
+        elif term.startswith("!"):
+            checks.append(lambda labels, k=term[1:].strip(): k not in labels)
+        else:
+            checks.append(lambda labels, k=term: k in labels)
+    return lambda obj: all(c((obj.get("metadata") or {}).get("labels") or {}) for c in checks)
+
+
+def query_matcher(query):
+    """fieldSelector and labelSelector of a list or watch, both applying."""
+    fields, labels = selector_matcher(query.get("fieldSelector")), label_matcher(query.get("labelSelector"))
+    return lambda obj: fields(obj) and labels(obj)
+
+
 class ApiServerDouble:
     """Start with start(); the URL, CA and a token are then in .url, .ca_file, .tokens."""
 
