@@ -127,6 +127,9 @@ class ApiServer {
   virtual boost::asio::awaitable<ApiStatus> remove(ResourceType type, ObjectKey key, Preconditions pre) = 0;
   // GET /version.
   virtual boost::asio::awaitable<ApiResult<ServerVersion>> version() = 0;
+  // The window a reflector on this client spreads its reconnect over after a dropped watch
+  // (ReconnectPacing; the agent's --api-reconnect-spread). 0: no spread, the backoff alone.
+  virtual std::chrono::milliseconds reconnect_spread() const { return {}; }
   // GET of a non-resource path (the OpenAPI v3 documents the publisher reads to learn which fields
   // the server serves). Implementations without it answer 404, which callers treat as "unknown".
   virtual boost::asio::awaitable<ApiResult<std::string>> get_path(std::string path) {

@@ -28,6 +28,7 @@ struct ClientConfig {
   int max_connections = 8;      // concurrent requests (keep-alive connections) per client; watches not counted
   std::string user_agent;       // defaults to default_user_agent()
   std::chrono::seconds request_timeout{30};
+  std::chrono::milliseconds reconnect_spread{0};  // --api-reconnect-spread (k8s::ApiServer::reconnect_spread)
 };
 
 // "nvdra-agent/<version>".

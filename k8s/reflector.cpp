@@ -26,7 +26,19 @@ Reflector::Reflector(asio::any_io_executor ex, std::shared_ptr<ApiServer> api, R
       type_(std::move(type)),
       options_(std::move(options)),
       on_change_(on_change),
-      backoff_(options_.backoff_base, options_.backoff_cap) {}
+      backoff_(options_.backoff_base, options_.backoff_cap),
+      pacing_(options_.reconnect_spread.value_or(api_->reconnect_spread()), options_.backoff_cap,
+              static_cast<uint32_t>(rng_())) {}
+
+std::chrono::milliseconds Reflector::failure_pause() {
+  return pacing_.enabled() && pacing_.reconnecting() ? pacing_.failed() : backoff_.next();
+}
+
+std::chrono::milliseconds Reflector::drop_pause(bool very_short) {
+  if (!very_short) backoff_.reset();
+  if (!pacing_.enabled()) return backoff_.next();
+  return very_short && pacing_.reconnecting() ? pacing_.failed() : pacing_.lost();
+}
 
 void Reflector::changed() {
   if (on_change_ != nullptr) on_change_->notify();
@@ -80,7 +92,7 @@ awaitable<bool> Reflector::list() {
   if (!res) {
     ++stats_.errors;
     const auto& err = res.error();
-    const auto delay = err.too_many_requests() && err.retry_after.count() > 0 ? err.retry_after : backoff_.next();
+    const auto delay = err.too_many_requests() && err.retry_after.count() > 0 ? err.retry_after : failure_pause();
     nvdra::logger("k8s")->warn("list {} failed: {}; retrying in {} ms", type_.plural, err.describe(), delay.count());
     co_await sleep(delay);
     co_return false;
@@ -95,6 +107,7 @@ awaitable<bool> Reflector::list() {
   tombstones_.clear();
   resource_version_ = res->resource_version;
   synced_ = true;
+  pacing_.connected();
   changed();
   co_return true;
 }
@@ -115,7 +128,7 @@ awaitable<Reflector::Next> Reflector::watch() {
       co_return Next::kRelist;
     }
     ++stats_.errors;
-    const auto delay = err.too_many_requests() && err.retry_after.count() > 0 ? err.retry_after : backoff_.next();
+    const auto delay = err.too_many_requests() && err.retry_after.count() > 0 ? err.retry_after : failure_pause();
     log->warn("watch {} failed: {}; retrying in {} ms", type_.plural, err.describe(), delay.count());
     co_await sleep(delay);
     co_return Next::kResume;
@@ -134,11 +147,10 @@ awaitable<Reflector::Next> Reflector::watch() {
       }
       ++stats_.resumes;
       // Always a jittered pause after a drop: when a server restart cuts every agent at once they
-      // come back spread over [base/2, base] instead of together. A watch that died young without
-      // an event (client-go's "very short watch") is a failure: the pause then keeps growing.
+      // come back spread over the reconnect window instead of together. A watch that died young
+      // without an event (client-go's "very short watch") is a failure: the pause then keeps growing.
       const bool very_short = !any_event && std::chrono::steady_clock::now() - opened_at < std::chrono::seconds(1);
-      if (!very_short) backoff_.reset();
-      const auto delay = backoff_.next();
+      const auto delay = drop_pause(very_short);
       ++stats_.drops;
       stats_.last_drop_pause = delay;
       log->info("watch {} dropped: {}; resuming in {} ms", type_.plural, err.describe(), delay.count());
@@ -148,8 +160,10 @@ awaitable<Reflector::Next> Reflector::watch() {
     if (!*next) {
       ++stats_.resumes;
       backoff_.reset();  // a clean end (timeoutSeconds reached): the server is healthy
+      pacing_.connected();
       co_return Next::kResume;  // resume from the last version
     }
+    if (!any_event) pacing_.connected();
     any_event = true;
     auto& ev = **next;
     switch (ev.type) {
@@ -162,7 +176,7 @@ awaitable<Reflector::Next> Reflector::watch() {
         }
         ++stats_.errors;
         log->warn("watch {}: error event {}; retrying", type_.plural, err.describe());
-        co_await sleep(backoff_.next());
+        co_await sleep(failure_pause());
         co_return Next::kResume;
       }
       case WatchEventType::kAdded:

@@ -2,9 +2,11 @@
 // Reflector: list-then-watch one collection into a local cache, as client-go's reflector does it.
 //  * list → cache replaced, then watch from the list's resourceVersion with bookmarks;
 //  * the stream ends (timeoutSeconds) → watch again from the last version seen (no relist);
-//  * the connection drops → the same after a jittered pause ([base/2, base]), so that agents cut off
-//    together (an API server restart) do not all come back in the same instant; a watch that ends
-//    within a second without an event counts as a failure and the pause grows as the backoff does;
+//  * the connection drops → the same after a pause drawn from [0, reconnect spread) (ReconnectPacing:
+//    agents cut off together by an API server restart come back spread over the window, at most
+//    about 1/15 of a fleet per second); failed attempts meanwhile back off from the spread upwards;
+//    a watch that ends within a second without an event counts as such a failure. Spread 0: the
+//    pause is [base/2, base] and grows as the backoff does (before issue #33);
 //  * each watch asks for timeoutSeconds drawn from [watch_timeout, 2 × watch_timeout), as
 //    client-go's reflector (minWatchTimeout × (1 + rand)): a fleet started together does not reopen
 //    its watches on one shared five-minute beat;
@@ -21,11 +23,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 
 #include "k8s/api_server.hpp"
 #include "agent/base/backoff.hpp"
+#include "agent/base/reconnect_pacing.hpp"
 #include "k8s/change_signal.hpp"
 
 namespace nvdra::k8s {
@@ -37,6 +41,8 @@ struct ReflectorOptions {
   std::size_t max_event_bytes = std::size_t{16} << 20;
   std::chrono::milliseconds backoff_base{200};
   std::chrono::milliseconds backoff_cap{30000};
+  // Unset: the API client's (the agent's --api-reconnect-spread).
+  std::optional<std::chrono::milliseconds> reconnect_spread;
 };
 
 // [minimum, 2 × minimum) seconds, uniformly (client-go: minWatchTimeout * (rand.Float64() + 1.0)).
@@ -78,6 +84,8 @@ class Reflector {
   boost::asio::awaitable<Next> watch();
   boost::asio::awaitable<void> sleep(std::chrono::milliseconds d);
   void changed();
+  std::chrono::milliseconds failure_pause();
+  std::chrono::milliseconds drop_pause(bool very_short);
   bool newer_or_equal(const std::string& incoming, const std::string& known) const;
 
   boost::asio::any_io_executor ex_;
@@ -87,6 +95,7 @@ class Reflector {
   ChangeSignal* on_change_;
   Backoff backoff_;
   std::minstd_rand rng_{std::random_device{}()};
+  ReconnectPacing pacing_;
   std::map<std::string, Entry> objects_;
   std::map<std::string, std::string> tombstones_;  // locally deleted: ignore older events for them
   std::string resource_version_;

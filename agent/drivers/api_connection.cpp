@@ -20,6 +20,7 @@ Result<std::shared_ptr<k8s::ApiServer>> connect(RunContext& ctx, double qps, int
   auto cfg = k8s::load_client_config(o.kubeconfig, qps, burst);
   if (!cfg) return cfg.error();
   cfg->limit_options = limit_options;
+  cfg->reconnect_spread = o.api_reconnect_spread;
   auto api = k8s::HttpsApiServer::create(ctx.executor, std::move(*cfg));
   if (!api) return api.error();
   // Every request is counted for the metrics page (nvdra_api_*).

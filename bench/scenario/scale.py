@@ -1,7 +1,6 @@
 #!/usr/bin/python3
 """How nvdra's costs grow (issue #33): runs the scale scenarios, writes their tables as JSON and draws each
-growth curve as a PNG (Debian's python3-matplotlib: apt-get install --no-install-recommends python3-matplotlib;
-not in contrib/dev/packages.txt, no test needs it). A benchmark, not a test:
+growth curve as a PNG (Debian's python3-matplotlib, in contrib/dev/packages.txt). A benchmark, not a test:
 the figures are noisy on a shared machine; rerun the command rather than trusting one run.
 
 Scenarios:
