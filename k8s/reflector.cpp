@@ -3,6 +3,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <charconv>
 
 #include "agent/base/log.hpp"
@@ -27,17 +28,28 @@ Reflector::Reflector(asio::any_io_executor ex, std::shared_ptr<ApiServer> api, R
       options_(std::move(options)),
       on_change_(on_change),
       backoff_(options_.backoff_base, options_.backoff_cap),
-      pacing_(options_.reconnect_spread.value_or(api_->reconnect_spread()), options_.backoff_cap,
-              static_cast<uint32_t>(rng_())) {}
+      pacing_(options_.reconnect_pacing ? options_.reconnect_pacing : api_->reconnect_pacing()) {
+  if (pacing_ && !pacing_->enabled()) pacing_.reset();
+}
+
+namespace {
+std::chrono::milliseconds until(std::chrono::steady_clock::time_point t) {
+  const auto left = t - std::chrono::steady_clock::now();
+  // Rounded up: a timer that ended a fraction early would find the moment still ahead and wait 0.
+  return std::max(std::chrono::ceil<std::chrono::milliseconds>(left), std::chrono::milliseconds{0});
+}
+}  // namespace
 
 std::chrono::milliseconds Reflector::failure_pause() {
-  return pacing_.enabled() && pacing_.reconnecting() ? pacing_.failed() : backoff_.next();
+  if (pacing_ && pacing_->reconnecting()) return until(pacing_->failed(std::chrono::steady_clock::now()));
+  return backoff_.next();
 }
 
 std::chrono::milliseconds Reflector::drop_pause(bool very_short) {
   if (!very_short) backoff_.reset();
-  if (!pacing_.enabled()) return backoff_.next();
-  return very_short && pacing_.reconnecting() ? pacing_.failed() : pacing_.lost();
+  if (!pacing_) return backoff_.next();
+  const auto now = std::chrono::steady_clock::now();
+  return until(very_short && pacing_->reconnecting() ? pacing_->failed(now) : pacing_->lost(now));
 }
 
 void Reflector::changed() {
@@ -107,7 +119,7 @@ awaitable<bool> Reflector::list() {
   tombstones_.clear();
   resource_version_ = res->resource_version;
   synced_ = true;
-  pacing_.connected();
+  if (pacing_) pacing_->connected();
   changed();
   co_return true;
 }
@@ -160,10 +172,10 @@ awaitable<Reflector::Next> Reflector::watch() {
     if (!*next) {
       ++stats_.resumes;
       backoff_.reset();  // a clean end (timeoutSeconds reached): the server is healthy
-      pacing_.connected();
+      if (pacing_) pacing_->connected();
       co_return Next::kResume;  // resume from the last version
     }
-    if (!any_event) pacing_.connected();
+    if (!any_event && pacing_) pacing_->connected();
     any_event = true;
     auto& ev = **next;
     switch (ev.type) {

@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <random>
 #include <string>
 
@@ -41,8 +40,8 @@ struct ReflectorOptions {
   std::size_t max_event_bytes = std::size_t{16} << 20;
   std::chrono::milliseconds backoff_base{200};
   std::chrono::milliseconds backoff_cap{30000};
-  // Unset: the API client's (the agent's --api-reconnect-spread).
-  std::optional<std::chrono::milliseconds> reconnect_spread;
+  // Unset: the API client's (the agent's, from --api-reconnect-spread); neither: backoff alone.
+  std::shared_ptr<ReconnectPacing> reconnect_pacing;
 };
 
 // [minimum, 2 × minimum) seconds, uniformly (client-go: minWatchTimeout * (rand.Float64() + 1.0)).
@@ -95,7 +94,7 @@ class Reflector {
   ChangeSignal* on_change_;
   Backoff backoff_;
   std::minstd_rand rng_{std::random_device{}()};
-  ReconnectPacing pacing_;
+  std::shared_ptr<ReconnectPacing> pacing_;  // null: off
   std::map<std::string, Entry> objects_;
   std::map<std::string, std::string> tombstones_;  // locally deleted: ignore older events for them
   std::string resource_version_;

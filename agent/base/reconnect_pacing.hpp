@@ -13,10 +13,15 @@
 //              1/spread; a failure backoff starting at 200 ms would instead gather the agents that
 //              tried early into a crowd that returns with the server;
 //  * connected(): a healthy stream again; the next loss starts over.
+// One per agent, shared by every reflector of every API client of the agent: lost() and failed()
+// answer a moment, not a pause, and the reflectors that lose their watches together (a restart cuts
+// them all) get the same moment. An agent's four watches drawing on their own would bring its first
+// request back at the earliest of four draws: 4/spread of the fleet per second at the start of the
+// window instead of 1/spread.
 // With spread = 20 s a returning server sees about 1/20 of the fleet per second (the unit test
 // simulates 5,000 agents and outages of 0 s to 10 min). The price: a single dropped watch returns
 // within 20 s, not 0.5 s.
-// Spread 0 turns the pacing off: lost() and failed() then answer 0 and the caller keeps its own backoff.
+// Spread 0 turns the pacing off (enabled() false): the caller keeps its own backoff.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -26,22 +31,30 @@ namespace nvdra {
 
 class ReconnectPacing {
  public:
+  using Clock = std::chrono::steady_clock;
+
   ReconnectPacing(std::chrono::milliseconds spread, std::chrono::milliseconds cap, uint32_t seed)
       : spread_(spread), cap_(std::max(spread, cap)), rng_(seed) {}
 
   bool enabled() const { return spread_.count() > 0; }
   bool reconnecting() const { return reconnecting_; }
 
-  std::chrono::milliseconds lost() {
+  // A watch was lost at `now`: when to try again (the moment already drawn when another reflector
+  // lost its watch in the same episode and that moment is still ahead).
+  Clock::time_point lost(Clock::time_point now) {
+    if (reconnecting_ && next_ > now) return next_;
     reconnecting_ = true;
     failures_ = 0;
-    return enabled() ? draw() : std::chrono::milliseconds{};
+    next_ = now + draw();
+    return next_;
   }
-  std::chrono::milliseconds failed() {
-    if (!enabled()) return {};
+  // An attempt made while reconnecting failed at `now`: the next moment (shared as lost()'s is).
+  Clock::time_point failed(Clock::time_point now) {
+    if (next_ > now) return next_;
     const auto ceiling = std::min<std::chrono::milliseconds>(spread_ * (1LL << std::min(failures_, 20)), cap_);
     ++failures_;
-    return ceiling / 2 + draw();
+    next_ = now + ceiling / 2 + draw();
+    return next_;
   }
   void connected() {
     reconnecting_ = false;
@@ -50,6 +63,7 @@ class ReconnectPacing {
 
  private:
   std::chrono::milliseconds draw() {
+    if (!enabled()) return {};
     std::uniform_int_distribution<long long> dist(0, spread_.count() - 1);
     return std::chrono::milliseconds(dist(rng_));
   }
@@ -57,8 +71,9 @@ class ReconnectPacing {
   std::chrono::milliseconds spread_;
   std::chrono::milliseconds cap_;
   int failures_ = 0;
-  std::minstd_rand rng_;
   bool reconnecting_ = false;
+  Clock::time_point next_{};
+  std::minstd_rand rng_;
 };
 
 }  // namespace nvdra

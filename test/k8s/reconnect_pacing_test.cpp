@@ -42,9 +42,21 @@ double peak_share_per_second(int agents, milliseconds outage, MakePolicy make) {
   return static_cast<double>(peak) / agents;
 }
 
-struct Paced {
+using Clock = ReconnectPacing::Clock;
+
+milliseconds ms(Clock::duration d) { return std::chrono::duration_cast<milliseconds>(d); }
+
+struct Paced {  // one agent: its clock advances by the pauses it is given
   ReconnectPacing pacing;
-  Pauses pauses() { return {[this] { return pacing.lost(); }, [this] { return pacing.failed(); }}; }
+  Clock::time_point now{};
+  milliseconds step(Clock::time_point next) {
+    const auto d = ms(next - now);
+    now = next;
+    return d;
+  }
+  Pauses pauses() {
+    return {[this] { return step(pacing.lost(now)); }, [this] { return step(pacing.failed(now)); }};
+  }
 };
 
 struct BackedOff {  // the reflector before #33: [base/2, base] after the drop, then the backoff growing
@@ -81,13 +93,18 @@ TEST(ReconnectPacing, FirstPauseCoversTheWholeWindowAndFailuresDrawFromAWindowAs
   ReconnectPacing p(milliseconds(20000), milliseconds(30000), 7);
   std::set<long long> firsts;
   long long lo = 20000, hi = 0;
+  Clock::time_point now{};
   for (int i = 0; i < 4000; ++i) {
-    const long long d = p.lost().count();
+    now += std::chrono::hours(1);
+    p.connected();
+    const auto t0 = p.lost(now);
+    const long long d = ms(t0 - now).count();
     EXPECT_TRUE(p.reconnecting());
     firsts.insert(d / 1000);
     lo = std::min(lo, d), hi = std::max(hi, d);
     EXPECT_LT(d, 20000);
-    const auto f1 = p.failed().count(), f2 = p.failed().count(), f3 = p.failed().count();
+    const auto t1 = p.failed(t0), t2 = p.failed(t1), t3 = p.failed(t2);
+    const long long f1 = ms(t1 - t0).count(), f2 = ms(t2 - t1).count(), f3 = ms(t3 - t2).count();
     EXPECT_GE(f1, 10000);  // half the ceiling (20 s) + [0, 20 s)
     EXPECT_LT(f1, 30000);
     EXPECT_GE(f2, 15000);  // ceiling 40 s, capped at 30 s
@@ -102,13 +119,37 @@ TEST(ReconnectPacing, FirstPauseCoversTheWholeWindowAndFailuresDrawFromAWindowAs
   EXPECT_FALSE(p.reconnecting());
 }
 
+TEST(ReconnectPacing, TheAgentsWatchesLostTogetherComeBackTogether) {
+  // Shared by the agent's reflectors: the four watches a restart cuts get one moment, and the
+  // attempts that fail at that moment one next moment; a later episode draws anew.
+  ReconnectPacing p(milliseconds(20000), milliseconds(30000), 11);
+  Clock::time_point cut{};
+  const auto back = p.lost(cut);
+  EXPECT_EQ(p.lost(cut + milliseconds(1)), back);
+  EXPECT_EQ(p.lost(cut + milliseconds(2)), back);
+  const auto again = p.failed(back);
+  EXPECT_GT(again, back);
+  EXPECT_EQ(p.failed(back + milliseconds(3)), again);
+  p.connected();
+  std::set<long long> later;
+  for (int i = 1; i <= 20; ++i) {
+    const auto t = again + std::chrono::hours(i);
+    later.insert(ms(p.lost(t) - t).count());
+    p.connected();
+  }
+  EXPECT_GT(later.size(), 15u) << "each episode draws its own moment";
+}
+
 TEST(ReconnectPacing, SameSeedSameDrawsOtherSeedOtherDraws) {
   ReconnectPacing a(milliseconds(20000), milliseconds(30000), 1), b(milliseconds(20000), milliseconds(30000), 1),
       c(milliseconds(20000), milliseconds(30000), 2);
-  std::vector<long long> da, db, dc;
+  std::vector<Clock::time_point> da, db, dc;
+  Clock::time_point now{};
   for (int i = 0; i < 10; ++i) {
-    da.push_back(a.lost().count()), db.push_back(b.lost().count()), dc.push_back(c.lost().count());
-    da.push_back(a.failed().count()), db.push_back(b.failed().count()), dc.push_back(c.failed().count());
+    now += std::chrono::hours(1);
+    for (auto* p : {&a, &b, &c}) p->connected();
+    da.push_back(a.lost(now)), db.push_back(b.lost(now)), dc.push_back(c.lost(now));
+    da.push_back(a.failed(da.back())), db.push_back(b.failed(db.back())), dc.push_back(c.failed(dc.back()));
   }
   EXPECT_EQ(da, db);
   EXPECT_NE(da, dc);
@@ -117,8 +158,8 @@ TEST(ReconnectPacing, SameSeedSameDrawsOtherSeedOtherDraws) {
 TEST(ReconnectPacing, SpreadZeroIsOff) {
   ReconnectPacing p(milliseconds(0), milliseconds(30000), 3);
   EXPECT_FALSE(p.enabled());
-  EXPECT_EQ(p.lost().count(), 0);
-  EXPECT_EQ(p.failed().count(), 0);
+  Clock::time_point now{};
+  EXPECT_EQ(p.lost(now), now);
 }
 
 }  // namespace

@@ -147,7 +147,7 @@ std::vector<long long> pauses_after_drops(DroppingApi& api, milliseconds base, i
   k8s::ReflectorOptions o;
   o.backoff_base = base;
   o.backoff_cap = milliseconds(30000);
-  o.reconnect_spread = spread;
+  if (spread) o.reconnect_pacing = std::make_shared<ReconnectPacing>(*spread, milliseconds(30000), 5);
   auto shared = std::shared_ptr<DroppingApi>(&api, [](DroppingApi*) {});
   reflector.emplace(io.get_executor(), shared, k8s::kResourceSlicesV1, o, nullptr);
   std::vector<long long> pauses;
