@@ -17,7 +17,8 @@ With NVDRA_UPSTREAM_DIR (contrib/dev/prerequisites) and root, --upstream M runs 
 (gpu-kubelet-plugin + compute-domain-kubelet-plugin, test/lib/upstream_node.py, each node's client-go
 through a pb2json-proxy of its own) on M nodes against one double the same way.
 
-    bench/scenario/fleet.py [--agents 10,100,200] [--upstream 10] [--idle 20] [--outage 5] [--out bench/scale]
+    bench/scenario/fleet.py [--agents 10,100,200] [--upstream 10] [--idle 20] [--outage 5] [--spread S]
+                            [--out bench/scale]
 
 writes <out>/fleet.json and <out>/fleet.png (also: bench/scenario/scale.py --scenario fleet).
 """
@@ -83,7 +84,7 @@ class NvdraFleet:
     """N nvdra agents; pids() → {node: [pid]}."""
     name = "nvdra"
 
-    def __init__(self, n, api, root, binary):
+    def __init__(self, n, api, root, binary, extra=()):
         from machine_profiles import write_profile
         from nvdra_testlib import AgentDirs, clean_env, simulated_gpu_node
         self.procs, self.dirs = {}, []
@@ -97,7 +98,7 @@ class NvdraFleet:
             state = tempfile.mkdtemp(prefix="mock-", dir=root)
             log = open(os.path.join(root, f"{node}.log"), "w")
             cmd = [binary] + dirs.args(node, gpu_node=False) + layout + ["--kubeconfig", api.kubeconfig,
-                                                                          "--mps-manager=process"]
+                                                                          "--mps-manager=process", *extra]
             self.procs[node] = subprocess.Popen(cmd, env=clean_env(NVDRA_MOCK_PROFILE=profile,
                                                                    NVDRA_MOCK_STATE_DIR=state),
                                                 stdout=log, stderr=log)
@@ -119,8 +120,8 @@ class UpstreamFleet:
     """M nodes of upstream's two plugins (each through its own pb2json-proxy) on the shared double."""
     name = "upstream"
 
-    def __init__(self, n, api, root, binary):
-        del binary
+    def __init__(self, n, api, root, binary, extra=()):
+        del binary, extra
         from machine_profiles import write_profile
         from upstream_node import UpstreamPlugins, upstream_node
         self.members = []
@@ -212,7 +213,8 @@ def run_fleet(kind, n, args, root):
         for i in range(n):
             api.put_object({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i}"}})
         t0 = time.monotonic()
-        fleet = kind(n, api, root, args.agent_binary)
+        extra = [f"--api-reconnect-spread={args.spread}"] if args.spread is not None else []
+        fleet = kind(n, api, root, args.agent_binary, extra)
 
         def published():
             return len({s["spec"]["nodeName"] for s in api.objects("resource.k8s.io/v1", "resourceslices")}) == n
@@ -273,7 +275,8 @@ def run_table(args):
     args.agent_binary = os.path.abspath(args.agent_binary or os.path.join(args.build_dir, "agent", "nvdra-agent"))
     runs = [(NvdraFleet, int(x)) for x in args.agents.split(",") if x]
     runs += [(UpstreamFleet, int(x)) for x in args.upstream.split(",") if x]
-    table = {"gpus_per_node": GPUS, "idle_s": args.idle, "outage_s": args.outage, "rows": []}
+    table = {"gpus_per_node": GPUS, "idle_s": args.idle, "outage_s": args.outage,
+             "api_reconnect_spread_s": args.spread if args.spread is not None else "default (20)", "rows": []}
     for kind, n in runs:
         root = tempfile.mkdtemp(prefix=f"nvdra-fleet-{n}-")
         try:
@@ -293,6 +296,7 @@ def parser():
     ap.add_argument("--upstream", default="10", help="upstream fleet sizes ('' for none; needs NVDRA_UPSTREAM_DIR)")
     ap.add_argument("--idle", type=float, default=20.0)
     ap.add_argument("--outage", type=float, default=5.0, help="API server down this long in the restart phase")
+    ap.add_argument("--spread", type=float, default=None, help="the agents' --api-reconnect-spread (default: theirs)")
     ap.add_argument("--out", default=os.path.join(TOP, "bench", "scale"))
     return ap
 
