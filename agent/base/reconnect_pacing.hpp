@@ -19,8 +19,9 @@
 // request back at the earliest of four draws: 4/spread of the fleet per second at the start of the
 // window instead of 1/spread.
 // With spread = 20 s a returning server sees about 1/20 of the fleet per second (the unit test
-// simulates 5,000 agents and outages of 0 s to 10 min). The price: a single dropped watch returns
-// within 20 s, not 0.5 s.
+// simulates 5,000 agents and outages of 0 s to 10 min); the agent's default is 30 s, which keeps
+// the busiest second of a measured 200-node fleet at 6 % (20 s: 11.5 %, sampling noise and the
+// server's own queue on top of the 1/20). The price: a single dropped watch returns within 30 s.
 // Spread 0 turns the pacing off (enabled() false): the caller keeps its own backoff.
 #include <algorithm>
 #include <chrono>

@@ -219,7 +219,8 @@ const std::vector<OptionSpec>& option_table() {
          positive_int_field(&Options::kube_api_burst)});
     add({"api-reconnect-spread", {}, {"NVDRA_API_RECONNECT_SPREAD"},
          "Seconds over which a dropped API watch is resumed (a pause drawn from [0, this)), so that a fleet cut "
-         "off together by an API server restart does not return in one instant; 0: [0.25, 0.5] s as before",
+         "off together by an API server restart does not return in one instant; default 30; 0: [0.25, 0.5] s "
+         "as before",
          false, false, false, apply_reconnect_spread});
     add({"claim-read-qps", {}, {"NVDRA_CLAIM_READ_QPS"},
          "Client-side QPS limit for ResourceClaim reads on kubelet's prepare path (a client of their own, so "

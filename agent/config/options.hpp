@@ -45,7 +45,7 @@ struct Options {
   double kube_api_qps = 5;
   int kube_api_burst = 10;
   // After a dropped API connection, the first retry is drawn from [0, this) (ReconnectPacing).
-  std::chrono::milliseconds api_reconnect_spread{20000};
+  std::chrono::milliseconds api_reconnect_spread{30000};
   std::vector<uint32_t> additional_xids_to_ignore;
   HealthRecovery device_health_recovery = HealthRecovery::kRecoveryAction;
   std::string consumable_shares = "disabled";
