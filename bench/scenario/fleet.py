@@ -276,7 +276,7 @@ def run_table(args):
     runs = [(NvdraFleet, int(x)) for x in args.agents.split(",") if x]
     runs += [(UpstreamFleet, int(x)) for x in args.upstream.split(",") if x]
     table = {"gpus_per_node": GPUS, "idle_s": args.idle, "outage_s": args.outage,
-             "api_reconnect_spread_s": args.spread if args.spread is not None else "default (20)", "rows": []}
+             "api_reconnect_spread_s": args.spread if args.spread is not None else "default (30)", "rows": []}
     for kind, n in runs:
         root = tempfile.mkdtemp(prefix=f"nvdra-fleet-{n}-")
         try:

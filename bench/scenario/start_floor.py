@@ -12,7 +12,7 @@ Before each nvdra round its slices are deleted, so every start writes them (an u
 nothing). Profiles: the generated 8 x H100 node (8 devices, MIG off) by default, --dynamic-mig-gpus N for N
 H100s under DynamicMIG (26 devices each: 20 -> 520).
 
-    bench/scenario/start_floor.py [--rounds 9] [--gpus 8] [--dynamic-mig-gpus 0] [--out FILE.json]
+    bench/scenario/start_floor.py [--rounds 9] [--gpus 8] [--dynamic-mig-gpus 0] [--agent-args '...'] [--out F.json]
 """
 import argparse
 import concurrent.futures
@@ -135,7 +135,7 @@ def measure(args):
     mig = args.dynamic_mig_gpus > 0
     profile = write_profile(os.path.join(root, "node.yaml"), args.dynamic_mig_gpus or args.gpus, mig)
     gates = "DynamicMIG=true" if mig else ""
-    node = SimulatedNode(profile=profile, gates=gates, api_process=True)
+    node = SimulatedNode(profile=profile, gates=gates, api_process=True, args=args.agent_args.split())
     try:
         nvdra_round(node)  # warm the page cache and the double once, and learn the slices
         slices = node.api.objects("resource.k8s.io/v1", "resourceslices", f"spec.nodeName={node.node}")
@@ -154,7 +154,7 @@ def measure(args):
                 "devices": devices, "slices": len(slices), "rounds": args.rounds,
                 "nvdra_start_ms": [round(x, 1) for x in nv], "floor_ms": [round(x, 1) for x in fl],
                 "nvdra_start_p50_ms": round(med_nv, 1), "floor_p50_ms": round(med_fl, 1),
-                "nvdra_over_floor": round(med_nv / med_fl, 2)}
+                "nvdra_over_floor": round(med_nv / med_fl, 2), "agent_args": args.agent_args}
     finally:
         node.cleanup()
 
@@ -165,6 +165,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--gpus", type=int, default=8)
     ap.add_argument("--dynamic-mig-gpus", type=int, default=0)
+    ap.add_argument("--agent-args", default="", help="more agent flags, e.g. '--kube-api-qps=1000 --kube-api-burst=1000'")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     os.environ["NVDRA_BINARY_DIR"] = os.path.abspath(args.build_dir)
