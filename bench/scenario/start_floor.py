@@ -20,7 +20,6 @@ import copy
 import http.client
 import json
 import os
-import ssl
 import statistics
 import sys
 import tempfile
