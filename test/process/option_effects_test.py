@@ -56,16 +56,17 @@ class ApiReconnectSpread(unittest.TestCase):
         return [int(m) for m in re.findall(r"watch resourceslices dropped: .*; resuming in (\d+) ms", node.agent_log())]
 
     def test_variable_sets_the_window_of_the_resume(self):
-        # 4 ms: the shipped 30 s would draw below it once in 7,500 runs (the agent's watches cut
+        # A 4 ms window: every pause under 10 ms (a retry that fails adds half a ceiling, 2 ms, and
+        # rounding up); the shipped 30 s would draw that once in 3,000 runs (the agent's watches cut
         # together share one moment).
         pauses = self.pauses_after_a_drop(env={"NVDRA_API_RECONNECT_SPREAD": "0.004"})
         self.assertEqual(len(pauses), 2, pauses)
-        self.assertTrue(all(0 <= p < 4 for p in pauses), pauses)
+        self.assertTrue(all(0 <= p < 10 for p in pauses), pauses)
 
     def test_flag_sets_the_window_of_the_resume(self):
         pauses = self.pauses_after_a_drop(args=["--api-reconnect-spread=0.004"])
         self.assertEqual(len(pauses), 2, pauses)
-        self.assertTrue(all(0 <= p < 4 for p in pauses), pauses)
+        self.assertTrue(all(0 <= p < 10 for p in pauses), pauses)
 
 
 class CrashOnNVLinkFabricErrorsGate(unittest.TestCase):
