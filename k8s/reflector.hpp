@@ -2,9 +2,9 @@
 // Reflector: list-then-watch one collection into a local cache, as client-go's reflector does it.
 //  * list → cache replaced, then watch from the list's resourceVersion with bookmarks;
 //  * the stream ends (timeoutSeconds) → watch again from the last version seen (no relist);
-//  * the connection drops → the same after a pause drawn from [0, reconnect spread) (ReconnectPacing:
-//    agents cut off together by an API server restart come back spread over the window, at most
-//    about 1/15 of a fleet per second); failed attempts meanwhile back off from the spread upwards;
+//  * the connection drops → the same at a moment drawn from [0, reconnect spread) (ReconnectPacing,
+//    one per agent: its watches cut together come back together, and agents cut off together by an
+//    API server restart spread over the window); failed attempts meanwhile back off from the spread;
 //    a watch that ends within a second without an event counts as such a failure. Spread 0: the
 //    pause is [base/2, base] and grows as the backoff does (before issue #33);
 //  * each watch asks for timeoutSeconds drawn from [watch_timeout, 2 × watch_timeout), as
