@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/base/reconnect_pacing.hpp"
 #include "k8s/api_error.hpp"
 
 namespace nvdra::k8s {
@@ -127,6 +128,9 @@ class ApiServer {
   virtual boost::asio::awaitable<ApiStatus> remove(ResourceType type, ObjectKey key, Preconditions pre) = 0;
   // GET /version.
   virtual boost::asio::awaitable<ApiResult<ServerVersion>> version() = 0;
+  // When the reflectors on this client reconnect after a dropped watch (one ReconnectPacing for
+  // the whole agent, from --api-reconnect-spread). None: the reflector's backoff alone.
+  virtual std::shared_ptr<ReconnectPacing> reconnect_pacing() const { return nullptr; }
   // GET of a non-resource path (the OpenAPI v3 documents the publisher reads to learn which fields
   // the server serves). Implementations without it answer 404, which callers treat as "unknown".
   virtual boost::asio::awaitable<ApiResult<std::string>> get_path(std::string path) {

@@ -5,9 +5,12 @@
 // insecure-skip-tls-verify. Loading reads files: call it at startup, not on the io_context.
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "agent/base/result.hpp"
+
+#include "agent/base/reconnect_pacing.hpp"
 
 namespace nvdra::k8s {
 
@@ -28,6 +31,7 @@ struct ClientConfig {
   int max_connections = 8;      // concurrent requests (keep-alive connections) per client; watches not counted
   std::string user_agent;       // defaults to default_user_agent()
   std::chrono::seconds request_timeout{30};
+  std::shared_ptr<ReconnectPacing> reconnect_pacing;  // the agent's one (--api-reconnect-spread); none: off
 };
 
 // "nvdra-agent/<version>".

@@ -15,6 +15,7 @@ using asio::awaitable;
 
 struct HttpsApiServer::Impl {
   std::unique_ptr<HttpsTransport> transport;
+  std::shared_ptr<ReconnectPacing> reconnect_pacing;
 };
 
 namespace {
@@ -65,12 +66,16 @@ HttpsApiServer::HttpsApiServer(std::shared_ptr<Impl> impl) : impl_(std::move(imp
 HttpsApiServer::~HttpsApiServer() = default;
 
 Result<std::shared_ptr<HttpsApiServer>> HttpsApiServer::create(asio::any_io_executor ex, ClientConfig config) {
+  auto pacing = config.reconnect_pacing;
   auto transport = HttpsTransport::create(std::move(ex), std::move(config));
   if (!transport) return transport.error();
   auto impl = std::make_shared<Impl>();
   impl->transport = std::move(*transport);
+  impl->reconnect_pacing = std::move(pacing);
   return std::shared_ptr<HttpsApiServer>(new HttpsApiServer(std::move(impl)));
 }
+
+std::shared_ptr<ReconnectPacing> HttpsApiServer::reconnect_pacing() const { return impl_->reconnect_pacing; }
 
 HttpsApiServer::Stats HttpsApiServer::stats() const {
   return Stats{impl_->transport->requests(), impl_->transport->connections_opened()};

@@ -43,6 +43,7 @@ class HttpsApiServer final : public ApiServer {
   boost::asio::awaitable<ApiStatus> remove(ResourceType type, ObjectKey key, Preconditions pre) override;
   boost::asio::awaitable<ApiResult<ServerVersion>> version() override;
   boost::asio::awaitable<ApiResult<std::string>> get_path(std::string path) override;
+  std::shared_ptr<ReconnectPacing> reconnect_pacing() const override;
 
   Stats stats() const;
 

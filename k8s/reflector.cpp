@@ -3,6 +3,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <charconv>
 
 #include "agent/base/log.hpp"
@@ -26,7 +27,30 @@ Reflector::Reflector(asio::any_io_executor ex, std::shared_ptr<ApiServer> api, R
       type_(std::move(type)),
       options_(std::move(options)),
       on_change_(on_change),
-      backoff_(options_.backoff_base, options_.backoff_cap) {}
+      backoff_(options_.backoff_base, options_.backoff_cap),
+      pacing_(options_.reconnect_pacing ? options_.reconnect_pacing : api_->reconnect_pacing()) {
+  if (pacing_ && !pacing_->enabled()) pacing_.reset();
+}
+
+namespace {
+std::chrono::milliseconds until(std::chrono::steady_clock::time_point t) {
+  const auto left = t - std::chrono::steady_clock::now();
+  // Rounded up: a timer that ended a fraction early would find the moment still ahead and wait 0.
+  return std::max(std::chrono::ceil<std::chrono::milliseconds>(left), std::chrono::milliseconds{0});
+}
+}  // namespace
+
+std::chrono::milliseconds Reflector::failure_pause() {
+  if (pacing_ && pacing_->reconnecting()) return until(pacing_->failed(std::chrono::steady_clock::now()));
+  return backoff_.next();
+}
+
+std::chrono::milliseconds Reflector::drop_pause(bool very_short) {
+  if (!very_short) backoff_.reset();
+  if (!pacing_) return backoff_.next();
+  const auto now = std::chrono::steady_clock::now();
+  return until(very_short && pacing_->reconnecting() ? pacing_->failed(now) : pacing_->lost(now));
+}
 
 void Reflector::changed() {
   if (on_change_ != nullptr) on_change_->notify();
@@ -81,7 +105,7 @@ awaitable<bool> Reflector::list() {
   if (!res) {
     ++stats_.errors;
     const auto& err = res.error();
-    const auto delay = err.too_many_requests() && err.retry_after.count() > 0 ? err.retry_after : backoff_.next();
+    const auto delay = err.too_many_requests() && err.retry_after.count() > 0 ? err.retry_after : failure_pause();
     nvdra::logger("k8s")->warn("list {} failed: {}; retrying in {} ms", type_.plural, err.describe(), delay.count());
     co_await sleep(delay);
     co_return false;
@@ -96,6 +120,7 @@ awaitable<bool> Reflector::list() {
   tombstones_.clear();
   resource_version_ = res->resource_version;
   synced_ = true;
+  if (pacing_) pacing_->connected();
   changed();
   co_return true;
 }
@@ -117,7 +142,7 @@ awaitable<Reflector::Next> Reflector::watch() {
       co_return Next::kRelist;
     }
     ++stats_.errors;
-    const auto delay = err.too_many_requests() && err.retry_after.count() > 0 ? err.retry_after : backoff_.next();
+    const auto delay = err.too_many_requests() && err.retry_after.count() > 0 ? err.retry_after : failure_pause();
     log->warn("watch {} failed: {}; retrying in {} ms", type_.plural, err.describe(), delay.count());
     co_await sleep(delay);
     co_return Next::kResume;
@@ -136,11 +161,10 @@ awaitable<Reflector::Next> Reflector::watch() {
       }
       ++stats_.resumes;
       // Always a jittered pause after a drop: when a server restart cuts every agent at once they
-      // come back spread over [base/2, base] instead of together. A watch that died young without
-      // an event (client-go's "very short watch") is a failure: the pause then keeps growing.
+      // come back spread over the reconnect window instead of together. A watch that died young
+      // without an event (client-go's "very short watch") is a failure: the pause then keeps growing.
       const bool very_short = !any_event && std::chrono::steady_clock::now() - opened_at < std::chrono::seconds(1);
-      if (!very_short) backoff_.reset();
-      const auto delay = backoff_.next();
+      const auto delay = drop_pause(very_short);
       ++stats_.drops;
       stats_.last_drop_pause = delay;
       log->info("watch {} dropped: {}; resuming in {} ms", type_.plural, err.describe(), delay.count());
@@ -150,8 +174,10 @@ awaitable<Reflector::Next> Reflector::watch() {
     if (!*next) {
       ++stats_.resumes;
       backoff_.reset();  // a clean end (timeoutSeconds reached): the server is healthy
+      if (pacing_) pacing_->connected();
       co_return Next::kResume;  // resume from the last version
     }
+    if (!any_event && pacing_) pacing_->connected();
     any_event = true;
     auto& ev = **next;
     switch (ev.type) {
@@ -164,7 +190,7 @@ awaitable<Reflector::Next> Reflector::watch() {
         }
         ++stats_.errors;
         log->warn("watch {}: error event {}; retrying", type_.plural, err.describe());
-        co_await sleep(backoff_.next());
+        co_await sleep(failure_pause());
         co_return Next::kResume;
       }
       case WatchEventType::kAdded:

@@ -2,9 +2,11 @@
 // Reflector: list-then-watch one collection into a local cache, as client-go's reflector does it.
 //  * list → cache replaced, then watch from the list's resourceVersion with bookmarks;
 //  * the stream ends (timeoutSeconds) → watch again from the last version seen (no relist);
-//  * the connection drops → the same after a jittered pause ([base/2, base]), so that agents cut off
-//    together (an API server restart) do not all come back in the same instant; a watch that ends
-//    within a second without an event counts as a failure and the pause grows as the backoff does;
+//  * the connection drops → the same at a moment drawn from [0, reconnect spread) (ReconnectPacing,
+//    one per agent: its watches cut together come back together, and agents cut off together by an
+//    API server restart spread over the window); failed attempts meanwhile back off from the spread;
+//    a watch that ends within a second without an event counts as such a failure. Spread 0: the
+//    pause is [base/2, base] and grows as the backoff does (before issue #33);
 //  * each watch asks for timeoutSeconds drawn from [watch_timeout, 2 × watch_timeout), as
 //    client-go's reflector (minWatchTimeout × (1 + rand)): a fleet started together does not reopen
 //    its watches on one shared five-minute beat;
@@ -26,6 +28,7 @@
 
 #include "k8s/api_server.hpp"
 #include "agent/base/backoff.hpp"
+#include "agent/base/reconnect_pacing.hpp"
 #include "k8s/change_signal.hpp"
 
 namespace nvdra::k8s {
@@ -38,6 +41,8 @@ struct ReflectorOptions {
   std::size_t max_event_bytes = std::size_t{16} << 20;
   std::chrono::milliseconds backoff_base{200};
   std::chrono::milliseconds backoff_cap{30000};
+  // Unset: the API client's (the agent's, from --api-reconnect-spread); neither: backoff alone.
+  std::shared_ptr<ReconnectPacing> reconnect_pacing;
 };
 
 // [minimum, 2 × minimum) seconds, uniformly (client-go: minWatchTimeout * (rand.Float64() + 1.0)).
@@ -79,6 +84,8 @@ class Reflector {
   boost::asio::awaitable<Next> watch();
   boost::asio::awaitable<void> sleep(std::chrono::milliseconds d);
   void changed();
+  std::chrono::milliseconds failure_pause();
+  std::chrono::milliseconds drop_pause(bool very_short);
   bool newer_or_equal(const std::string& incoming, const std::string& known) const;
 
   boost::asio::any_io_executor ex_;
@@ -88,6 +95,7 @@ class Reflector {
   ChangeSignal* on_change_;
   Backoff backoff_;
   std::minstd_rand rng_{std::random_device{}()};
+  std::shared_ptr<ReconnectPacing> pacing_;  // null: off
   std::map<std::string, Entry> objects_;
   std::map<std::string, std::string> tombstones_;  // locally deleted: ignore older events for them
   std::string resource_version_;

@@ -7,6 +7,7 @@
 // jitters upwards instead ([d, d·(1+jitter)]); the spread is the same idea.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <random>
 
 namespace nvdra {
@@ -14,6 +15,9 @@ namespace nvdra {
 class Backoff {
  public:
   Backoff(std::chrono::milliseconds base, std::chrono::milliseconds cap) : base_(base), cap_(cap) {}
+  // A fixed seed: the same delays every run (tests simulate a fleet's retries deterministically).
+  Backoff(std::chrono::milliseconds base, std::chrono::milliseconds cap, uint32_t seed)
+      : base_(base), cap_(cap), rng_(seed) {}
 
   std::chrono::milliseconds next() {
     const auto exp = base_ * (1LL << std::min(attempt_, 20));

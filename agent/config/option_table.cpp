@@ -54,6 +54,18 @@ auto abs_path_field(std::string Options::*field, bool allow_empty = false) {
   };
 }
 
+Problem apply_reconnect_spread(Options& o, const std::string& v) {
+  try {
+    size_t used = 0;
+    const double s = std::stod(v, &used);
+    if (used != v.size() || !std::isfinite(s) || s < 0 || s > 3600) return bad(v, "must be seconds from 0 to 3600");
+    o.api_reconnect_spread = std::chrono::milliseconds(static_cast<long long>(s * 1000));
+    return std::nullopt;
+  } catch (const std::exception&) {
+    return bad(v, "must be seconds from 0 to 3600");
+  }
+}
+
 auto positive_double_field(double Options::*field) {
   return [field](Options& o, const std::string& v) -> Problem {
     try {
@@ -205,6 +217,11 @@ const std::vector<OptionSpec>& option_table() {
          positive_double_field(&Options::kube_api_qps)});
     add({"kube-api-burst", {}, {"KUBE_API_BURST"}, "Client-side burst for the Kubernetes API", false, false, false,
          positive_int_field(&Options::kube_api_burst)});
+    add({"api-reconnect-spread", {}, {"NVDRA_API_RECONNECT_SPREAD"},
+         "Seconds over which a dropped API watch is resumed (a pause drawn from [0, this)), so that a fleet cut "
+         "off together by an API server restart does not return in one instant; default 30; 0: [0.25, 0.5] s "
+         "as before",
+         false, false, false, apply_reconnect_spread});
     add({"claim-read-qps", {}, {"NVDRA_CLAIM_READ_QPS"},
          "Client-side QPS limit for ResourceClaim reads on kubelet's prepare path (a client of their own, so "
          "pod start-up does not queue behind slice publishing)", false, false, false,

@@ -4,6 +4,7 @@
 // (../shared/reference/upstream-driver.md §8); nvdra's own options after them.
 #include <spdlog/common.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -43,6 +44,8 @@ struct Options {
   std::string metrics_path = "/metrics";
   double kube_api_qps = 5;
   int kube_api_burst = 10;
+  // After a dropped API connection, the first retry is drawn from [0, this) (ReconnectPacing).
+  std::chrono::milliseconds api_reconnect_spread{30000};
   std::vector<uint32_t> additional_xids_to_ignore;
   HealthRecovery device_health_recovery = HealthRecovery::kRecoveryAction;
   std::string consumable_shares = "disabled";

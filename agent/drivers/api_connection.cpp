@@ -1,6 +1,7 @@
 #include "agent/drivers/api_connection.hpp"
 
 #include <cstdlib>
+#include <random>
 
 #include "agent/metrics/metered_api_server.hpp"
 #include "agent/metrics/metrics.hpp"
@@ -15,11 +16,23 @@ bool api_server_configured(const config::Options& options) {
 
 namespace {
 
+// One for the agent, shared by all its API clients while any lives: the agent comes back after an
+// API server restart as one client, at one moment of the spread (ReconnectPacing). Executor thread.
+std::shared_ptr<ReconnectPacing> agent_reconnect_pacing(const config::Options& o) {
+  if (o.api_reconnect_spread.count() <= 0) return nullptr;
+  static std::weak_ptr<ReconnectPacing> shared;
+  if (auto p = shared.lock()) return p;
+  auto p = std::make_shared<ReconnectPacing>(o.api_reconnect_spread, std::chrono::seconds(30), std::random_device{}());
+  shared = p;
+  return p;
+}
+
 Result<std::shared_ptr<k8s::ApiServer>> connect(RunContext& ctx, double qps, int burst, const char* limit_options) {
   const auto& o = ctx.options;
   auto cfg = k8s::load_client_config(o.kubeconfig, qps, burst);
   if (!cfg) return cfg.error();
   cfg->limit_options = limit_options;
+  cfg->reconnect_pacing = agent_reconnect_pacing(o);
   auto api = k8s::HttpsApiServer::create(ctx.executor, std::move(*cfg));
   if (!api) return api.error();
   // Every request is counted for the metrics page (nvdra_api_*).

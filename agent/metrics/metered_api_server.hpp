@@ -33,6 +33,7 @@ class MeteredApiServer final : public k8s::ApiServer {
                                                 k8s::Preconditions pre) override;
   boost::asio::awaitable<k8s::ApiResult<k8s::ServerVersion>> version() override;
   boost::asio::awaitable<k8s::ApiResult<std::string>> get_path(std::string path) override;
+  std::shared_ptr<ReconnectPacing> reconnect_pacing() const override { return inner_->reconnect_pacing(); }
 
  private:
   template <class T>

@@ -1,7 +1,6 @@
 #!/usr/bin/python3
 """How nvdra's costs grow (issue #33): runs the scale scenarios, writes their tables as JSON and draws each
-growth curve as a PNG (Debian's python3-matplotlib: apt-get install --no-install-recommends python3-matplotlib;
-not in contrib/dev/packages.txt, no test needs it). A benchmark, not a test:
+growth curve as a PNG (Debian's python3-matplotlib, in contrib/dev/packages.txt). A benchmark, not a test:
 the figures are noisy on a shared machine; rerun the command rather than trusting one run.
 
 Scenarios:
@@ -14,7 +13,12 @@ Scenarios:
            each server version 1.34-1.37: start, slices per driver, slice bytes and writes, RSS, and what
            republishing after one GPU's XID costs (bench/scenario/scale_devices.py).
 
-Upstream's plugin is not drawn here: its checkpoint cost can only be taken through a whole node
+  fleet    10, 100 and 200 agents, each on a simulated node of its own, against one API double: idle load,
+           watches, RSS per node, the reconnect after an API server restart, scaled to 5,000 nodes; upstream's
+           plugins on 10 nodes (bench/scenario/fleet.py, which also runs alone).
+
+Upstream's plugin is not drawn in the claims and devices curves: its checkpoint cost can only be taken through
+a whole node
 (bench/scenario/versus_upstream.py, root and upstream's binaries), which this command does not start.
 
     bench/scenario/scale.py [--build-dir build] [--out bench/scale] [--rounds 40] [--scenario claims]
@@ -30,6 +34,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+import fleet  # noqa: E402
 import scale_devices  # noqa: E402
 
 
@@ -79,7 +84,13 @@ def run_devices(build_dir, rounds, scratch):
     return scale_devices.run_devices(build_dir, scratch)
 
 
-SCENARIOS = {"claims": (run_claims, draw_claims), "devices": (run_devices, scale_devices.draw_devices)}
+def run_fleet(build_dir, rounds, scratch):
+    del rounds, scratch  # fleet.py's defaults: 10, 100 and 200 agents, upstream on 10 nodes
+    return fleet.run_table(fleet.parser().parse_args(["--build-dir", build_dir]))
+
+
+SCENARIOS = {"claims": (run_claims, draw_claims), "devices": (run_devices, scale_devices.draw_devices),
+             "fleet": (run_fleet, fleet.draw_fleet)}
 
 
 def main():

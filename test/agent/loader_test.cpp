@@ -45,6 +45,7 @@ TEST_F(LoaderTest, DefaultsMatchUpstreamFlags) {
   EXPECT_EQ(o.healthcheck_port, -1);
   EXPECT_DOUBLE_EQ(o.kube_api_qps, 5);
   EXPECT_EQ(o.kube_api_burst, 10);
+  EXPECT_EQ(o.api_reconnect_spread, std::chrono::seconds(30));  // nvdra's own (issue #33): README, fleet
   EXPECT_EQ(o.host_root, "/");
   EXPECT_EQ(o.drivers.size(), 2u);
 }

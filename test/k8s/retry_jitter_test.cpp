@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <set>
@@ -139,12 +140,14 @@ class DroppingApi final : public k8s::ApiServer {
 };
 
 // Runs a reflector against `api` until its `watches`-th watch, noting the pause before each resume.
-std::vector<long long> pauses_after_drops(DroppingApi& api, milliseconds base, int watches) {
+std::vector<long long> pauses_after_drops(DroppingApi& api, milliseconds base, int watches,
+                                          std::optional<milliseconds> spread = std::nullopt) {
   std::optional<k8s::Reflector> reflector;  // outlives the io_context, which destroys its suspended run()
   boost::asio::io_context io;
   k8s::ReflectorOptions o;
   o.backoff_base = base;
   o.backoff_cap = milliseconds(30000);
+  if (spread) o.reconnect_pacing = std::make_shared<ReconnectPacing>(*spread, milliseconds(30000), 5);
   auto shared = std::shared_ptr<DroppingApi>(&api, [](DroppingApi*) {});
   reflector.emplace(io.get_executor(), shared, k8s::kResourceSlicesV1, o, nullptr);
   std::vector<long long> pauses;
@@ -172,6 +175,32 @@ TEST(ReflectorJitter, PauseAfterADropIsDrawnFromHalfTheBaseToTheBase) {
     EXPECT_LE(p, 500);
   }
   EXPECT_GT(std::set<long long>(pauses.begin(), pauses.end()).size(), 1u) << "the pause is jittered";
+}
+
+TEST(ReflectorJitter, WithAReconnectSpreadTheFirstPauseIsDrawnFromTheWholeWindow) {
+  // Every drop after a healthy stream starts a reconnect: a pause from [0, spread), not [base/2, base].
+  DroppingApi api;
+  const auto pauses = pauses_after_drops(api, milliseconds(5), 9, milliseconds(300));
+  ASSERT_EQ(pauses.size(), 8u);
+  for (auto p : pauses) {
+    EXPECT_GE(p, 0);
+    EXPECT_LT(p, 300);
+  }
+  EXPECT_GT(*std::max_element(pauses.begin(), pauses.end()), 5) << "the base no longer bounds the pause";
+}
+
+TEST(ReflectorJitter, WithAReconnectSpreadFailedReconnectsBackOffFromTheSpread) {
+  // Very short watches while reconnecting are failed attempts: half a ceiling that starts at the
+  // spread and doubles, plus [0, spread).
+  DroppingApi api;
+  api.send_event = false;
+  const auto pauses = pauses_after_drops(api, milliseconds(5), 4, milliseconds(100));
+  ASSERT_EQ(pauses.size(), 3u);
+  EXPECT_LT(pauses[0], 100);  // the first drop: lost()
+  EXPECT_GE(pauses[1], 50);
+  EXPECT_LT(pauses[1], 150);
+  EXPECT_GE(pauses[2], 100);
+  EXPECT_LT(pauses[2], 200);
 }
 
 TEST(ReflectorJitter, AVeryShortWatchGrowsThePause) {

@@ -155,6 +155,11 @@ class SimulatedNode:
         # bus): --mps-manager=auto would reach the host's systemd on a developer's machine.
         if not any(a.startswith("--mps-manager") for a in self.extra_args):
             args += ["--mps-manager=process"]
+        # A dropped watch resumes within 0.5 s, not the shipped 20 s (a fleet's spread, issue #33):
+        # the tests that cut the API server wait on the agent's return.
+        if not any(a.startswith("--api-reconnect-spread") for a in self.extra_args) and \
+                "NVDRA_API_RECONNECT_SPREAD" not in getattr(self, "extra_env", {}):
+            args += ["--api-reconnect-spread=0.5"]
         return args + self.extra_args
 
     def start(self, timeout=60, wait_ready=True, register=True):

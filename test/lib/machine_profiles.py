@@ -11,9 +11,11 @@ def gpu_uuid(index):
     return "GPU-5ca1e000-0000-4000-8000-%012x" % index
 
 
-def write_profile(path, gpus, mig):
+def write_profile(path, gpus, mig, first_uuid=0):
+    """first_uuid: the UUID index of the first GPU (the fleet scenario gives every node GPUs of its own)."""
     profile = {"driverVersion": "580.105.08", "cudaDriverVersion": 13000, "gpus": [
-        {"product": PRODUCT, "uuid": gpu_uuid(i), "pciBusId": "0000%04x:%02x:00.0" % (i // 200, 0x10 + i % 200),
+        {"product": PRODUCT, "uuid": gpu_uuid(first_uuid + i),
+         "pciBusId": "0000%04x:%02x:00.0" % (i // 200, 0x10 + i % 200),
          "minor": i, "migMode": "enabled" if mig else "disabled"} for i in range(gpus)]}
     with open(path, "w") as f:
         yaml.safe_dump(profile, f, sort_keys=False)

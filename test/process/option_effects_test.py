@@ -5,10 +5,13 @@ paths (flag, environment variable) and observed on the simulated node:
   logged as client-go logs it ("waited … due to client-side throttling"), naming the limit it obeyed.
 - --claim-read-qps / --claim-read-burst (NVDRA_CLAIM_READ_QPS / NVDRA_CLAIM_READ_BURST): the same for
   the claim-read client that prepare uses.
+- --api-reconnect-spread (NVDRA_API_RECONNECT_SPREAD): a watch the API server cut resumes after a pause
+  drawn from [0, spread), logged as "resuming in N ms".
 - CrashOnNVLinkFabricErrors (FEATURE_GATES): a GPU whose fabric registration is still in progress makes
   the clique unknowable under the strict check (gate on, the default), and is left out of the clique
   under the legacy check (gate off)."""
 import os
+import re
 import tempfile
 import unittest
 
@@ -40,6 +43,30 @@ class ApiRateLimits(unittest.TestCase):
         self.assertEqual([results[c.uid]["error"] for c in claims], ["", ""])
         line = node.wait_log(THROTTLED.format("--claim-read-qps/--claim-read-burst", 0.5, 1, "GET") + r"(\S+)")
         self.assertIn("/resourceclaims/pod-", line.group(1))
+
+
+class ApiReconnectSpread(unittest.TestCase):
+    def pauses_after_a_drop(self, **kw):
+        node = SimulatedNode(profile="l4", **kw)
+        self.addCleanup(node.cleanup)
+        node.start()
+        node.api.store.drop_watches()
+        # Both drivers' watches (l4: gpu and compute-domain) were cut: the second line too.
+        node.wait_log(r"(?s)resuming in \d+ ms.*watch resourceslices dropped: .*; resuming in \d+ ms")
+        return [int(m) for m in re.findall(r"watch resourceslices dropped: .*; resuming in (\d+) ms", node.agent_log())]
+
+    def test_variable_sets_the_window_of_the_resume(self):
+        # A 4 ms window: every pause under 10 ms (a retry that fails adds half a ceiling, 2 ms, and
+        # rounding up); the shipped 30 s would draw that once in 3,000 runs (the agent's watches cut
+        # together share one moment).
+        pauses = self.pauses_after_a_drop(env={"NVDRA_API_RECONNECT_SPREAD": "0.004"})
+        self.assertEqual(len(pauses), 2, pauses)
+        self.assertTrue(all(0 <= p < 10 for p in pauses), pauses)
+
+    def test_flag_sets_the_window_of_the_resume(self):
+        pauses = self.pauses_after_a_drop(args=["--api-reconnect-spread=0.004"])
+        self.assertEqual(len(pauses), 2, pauses)
+        self.assertTrue(all(0 <= p < 10 for p in pauses), pauses)
 
 
 class CrashOnNVLinkFabricErrorsGate(unittest.TestCase):

@@ -1,0 +1,181 @@
+#!/usr/bin/python3
+"""Start against its floor (issue #33 item 5; a benchmark, not a test). nvdra's start (exec -> READY=1: both
+plugins registered with the kubelet double, both drivers' ResourceSlices written; SimulatedNode.ready_ms) is
+timed in the same run, interleaved, as the least any start must do on the same doubles: a minimal client
+that serves both drivers' registration and DRA sockets (grpc), lets the kubelet double register
+them over kubelet's real protocol (GetInfo, NotifyRegistrationStatus), and meanwhile creates the same
+ResourceSlices nvdra published (their bytes, under another node's name) on the API double, one keep-alive
+TLS connection per driver, both drivers at once. The floor starts with its process already running and its
+imports done, so the exec and the library loading of nvdra's start are above it.
+
+Before each nvdra round its slices are deleted, so every start writes them (an unchanged restart writes
+nothing). Profiles: the generated 8 x H100 node (8 devices, MIG off) by default, --dynamic-mig-gpus N for N
+H100s under DynamicMIG (26 devices each: 20 -> 520).
+
+    bench/scenario/start_floor.py [--rounds 9] [--gpus 8] [--dynamic-mig-gpus 0] [--agent-args '...'] [--out F.json]
+"""
+import argparse
+import concurrent.futures
+import copy
+import http.client
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import urllib.parse
+from concurrent import futures
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(TOP, "test", "lib"))
+RS = "/apis/resource.k8s.io/v1/resourceslices"
+FLOOR_NODE = "floor-node"
+
+
+def floor_slices(slices, node_uid):
+    """nvdra's stored slices as a client would send them, renamed onto the floor's node."""
+    out = []
+    for s in slices:
+        body = copy.deepcopy(s)
+        meta = body["metadata"]
+        for k in ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation"):
+            meta.pop(k, None)
+        meta["name"] = "floor-" + meta["name"]
+        meta.pop("generateName", None)
+        for ref in meta.get("ownerReferences", []):
+            ref["name"], ref["uid"] = FLOOR_NODE, node_uid
+        body["spec"]["nodeName"] = FLOOR_NODE
+        out.append(body)
+    return out
+
+
+def create_all(api, bodies):
+    """POSTs `bodies` over one keep-alive TLS connection; returns when the last is stored."""
+    url = urllib.parse.urlsplit(api.url)
+    conn = http.client.HTTPSConnection(url.hostname, url.port, context=api.ctx)
+    try:
+        for body in bodies:
+            data = json.dumps(body).encode()
+            conn.request("POST", RS, body=data, headers={"Authorization": f"Bearer {api.token}",
+                                                         "Content-Type": "application/json"})
+            r = conn.getresponse()
+            r.read()
+            if r.status != 201:
+                raise RuntimeError(f"floor create: {r.status}")
+    finally:
+        conn.close()
+
+
+class FloorPlugins:
+    """Registration + DRA sockets of both drivers (a grpc server each), answering GetInfo and
+    NotifyRegistrationStatus as a plugin must (nothing else)."""
+
+    def __init__(self, root, drivers):
+        import grpc
+        from kubelet_double.double import pb
+        msgs, svc = pb()["registration"]
+        self.registrar = tempfile.mkdtemp(prefix="registry-", dir=root)
+        plugins = tempfile.mkdtemp(prefix="plugins-", dir=root)
+        self.servers = []
+        for driver in drivers:  # a server each: one Registration service per socket pair
+            server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+            endpoint = os.path.join(plugins, driver + ".sock")
+
+            class Registration(svc.RegistrationServicer):
+                def GetInfo(self, request, context, driver=driver, endpoint=endpoint):
+                    return msgs.PluginInfo(type="DRAPlugin", name=driver, endpoint=endpoint,
+                                           supported_versions=["v1.DRAPlugin"])
+
+                def NotifyRegistrationStatus(self, request, context):
+                    return msgs.RegistrationStatusResponse()
+            svc.add_RegistrationServicer_to_server(Registration(), server)
+            server.add_insecure_port("unix:" + endpoint)
+            server.add_insecure_port("unix:" + os.path.join(self.registrar, driver + "-reg.sock"))
+            server.start()
+            self.servers.append(server)
+
+    def stop(self):
+        for server in self.servers:
+            server.stop(None)
+
+
+def floor_round(node, root, by_driver):
+    """One floor start: returns milliseconds until both drivers are registered and every slice is stored."""
+    from kubelet_double import KubeletDouble
+    node.api.delete_matching("resource.k8s.io/v1", "resourceslices", f"spec.nodeName={FLOOR_NODE}")
+    t0 = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(by_driver)) as pool:
+        writes = [pool.submit(create_all, node.api, bodies) for bodies in by_driver.values()]
+        plugins = FloorPlugins(root, list(by_driver))
+        kubelet = KubeletDouble(plugins.registrar)
+        kubelet.wait_for_plugins(list(by_driver), timeout=30)
+        for w in writes:
+            w.result()
+    ms = (time.monotonic() - t0) * 1000
+    kubelet.close()
+    plugins.stop()
+    return ms
+
+
+def nvdra_round(node):
+    node.api.delete_matching("resource.k8s.io/v1", "resourceslices", f"spec.nodeName={node.node}")
+    node.start(timeout=120)
+    ms = node.ready_ms
+    node.stop()
+    return ms
+
+
+def measure(args):
+    from gpu_node import SimulatedNode
+    from machine_profiles import write_profile
+    root = tempfile.mkdtemp(prefix="nvdra-start-floor-")
+    mig = args.dynamic_mig_gpus > 0
+    profile = write_profile(os.path.join(root, "node.yaml"), args.dynamic_mig_gpus or args.gpus, mig)
+    gates = "DynamicMIG=true" if mig else ""
+    node = SimulatedNode(profile=profile, gates=gates, api_process=True, args=args.agent_args.split())
+    try:
+        nvdra_round(node)  # warm the page cache and the double once, and learn the slices
+        slices = node.api.objects("resource.k8s.io/v1", "resourceslices", f"spec.nodeName={node.node}")
+        uid = node.api.put_object({"apiVersion": "v1", "kind": "Node", "metadata": {"name": FLOOR_NODE}})
+        uid = (uid or {}).get("metadata", {}).get("uid", "floor-node-uid")
+        by_driver = {}
+        for body in floor_slices(slices, uid):
+            by_driver.setdefault(body["spec"]["driver"], []).append(body)
+        nv, fl = [], []
+        for _ in range(args.rounds):
+            nv.append(nvdra_round(node))
+            fl.append(floor_round(node, root, by_driver))
+        devices = sum(len(s["spec"].get("devices", [])) for s in slices)
+        med_nv, med_fl = statistics.median(nv), statistics.median(fl)
+        return {"profile": f"{args.dynamic_mig_gpus or args.gpus} x H100" + (" DynamicMIG" if mig else ""),
+                "devices": devices, "slices": len(slices), "rounds": args.rounds,
+                "nvdra_start_ms": [round(x, 1) for x in nv], "floor_ms": [round(x, 1) for x in fl],
+                "nvdra_start_p50_ms": round(med_nv, 1), "floor_p50_ms": round(med_fl, 1),
+                "nvdra_over_floor": round(med_nv / med_fl, 2), "agent_args": args.agent_args}
+    finally:
+        node.cleanup()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build-dir", default=os.path.join(TOP, "build"))
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--gpus", type=int, default=8)
+    ap.add_argument("--dynamic-mig-gpus", type=int, default=0)
+    ap.add_argument("--agent-args", default="", help="more agent flags, e.g. '--kube-api-qps=1000 --kube-api-burst=1000'")
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    os.environ["NVDRA_BINARY_DIR"] = os.path.abspath(args.build_dir)
+    os.environ.setdefault("NVDRA_SOURCE_DIR", TOP)
+    result = measure(args)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+            f.write("\n")
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
