@@ -22,6 +22,7 @@ a whole node
 (bench/scenario/versus_upstream.py, root and upstream's binaries), which this command does not start.
 
     bench/scenario/scale.py [--build-dir build] [--out bench/scale] [--rounds 40] [--scenario claims]
+    bench/scenario/scale.py --scenario devices --vfio     # every GPU with its VFIO twin: devices-vfio.json
 
 writes <out>/<scenario>.json and <out>/<scenario>.png.
 """
@@ -79,9 +80,9 @@ def draw_claims(table, png):
     fig.savefig(png, dpi=80)
 
 
-def run_devices(build_dir, rounds, scratch):
+def run_devices(build_dir, rounds, scratch, vfio=False):
     del rounds  # one start per size and server version
-    return scale_devices.run_devices(build_dir, scratch)
+    return scale_devices.run_devices(build_dir, scratch, vfio)
 
 
 def run_fleet(build_dir, rounds, scratch):
@@ -100,11 +101,17 @@ def main():
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--scratch", default="", help="directory for the checkpoint files (the kubelet plugins disk)")
     ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
+    ap.add_argument("--vfio", action="store_true", help="devices scenario only: every GPU with its VFIO twin "
+                    "(PassthroughSupport; MIG-off sizes), written as devices-vfio.json/png")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    for name in a.scenario or sorted(SCENARIOS):
+    names = a.scenario or sorted(SCENARIOS)
+    if a.vfio and names != ["devices"]:
+        ap.error("--vfio applies to the devices scenario only: give --scenario devices")
+    for name in names:
         run, draw = SCENARIOS[name]
-        table = run(a.build_dir, a.rounds, a.scratch)
+        table = run(a.build_dir, a.rounds, a.scratch, **({"vfio": True} if a.vfio else {}))
+        name += "-vfio" if a.vfio else ""
         with open(os.path.join(a.out, name + ".json"), "w") as f:
             json.dump(table, f, indent=1)
             f.write("\n")
