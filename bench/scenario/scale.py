@@ -42,7 +42,7 @@ import scale_claims_node  # noqa: E402
 import scale_devices  # noqa: E402
 
 
-def run_claims(build_dir, rounds, scratch, node_counts=(1, 10, 100, 1000)):
+def run_claims(build_dir, rounds, scratch, node_counts=(1, 10, 100, 1000), upstream_counts=None):
     """Twice: on the disk (--scratch, else the temp directory), where fsync dominates, and on /dev/shm
     (tmpfs: fsync is free), where what is left is the CPU the encoding and the copy into the page cache cost."""
     binary = os.path.join(build_dir, "bench", "claims", "claims_checkpoint_scale_bench")
@@ -53,7 +53,8 @@ def run_claims(build_dir, rounds, scratch, node_counts=(1, 10, 100, 1000)):
         out = subprocess.run(args, check=True, capture_output=True, text=True)
         sys.stderr.write(out.stderr)
         table[where] = json.loads(out.stdout)
-    table["node"] = scale_claims_node.run_node(build_dir, list(node_counts), min(rounds, NODE_ROUNDS))
+    table["node"] = scale_claims_node.run_node(build_dir, list(node_counts), min(rounds, NODE_ROUNDS),
+                                               upstream_counts)
     return table
 
 
@@ -123,6 +124,7 @@ def main():
     ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
     ap.add_argument("--node-counts", default="1,10,100,1000",
                     help="claims scenario: prepared-claim counts of the whole-node runs (nvdra and upstream)")
+    ap.add_argument("--upstream-node-counts", help="claims scenario: upstream's counts, if fewer (1,000 takes long)")
     ap.add_argument("--vfio", action="store_true", help="devices scenario only: every GPU with its VFIO twin "
                     "(PassthroughSupport; MIG-off sizes), written as devices-vfio.json/png")
     a = ap.parse_args()
@@ -135,6 +137,8 @@ def main():
         extra = {"vfio": True} if a.vfio else {}
         if name == "claims":
             extra["node_counts"] = [int(n) for n in a.node_counts.split(",")]
+            if a.upstream_node_counts:
+                extra["upstream_counts"] = [int(n) for n in a.upstream_node_counts.split(",")]
         table = run(a.build_dir, a.rounds, a.scratch, **extra)
         name += "-vfio" if a.vfio else ""
         with open(os.path.join(a.out, name + ".json"), "w") as f:
