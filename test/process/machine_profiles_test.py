@@ -11,6 +11,8 @@ from gpu_node import SimulatedNode
 from machine_profiles import gpu_uuid, node_kwargs, write_profile
 
 GPUS = 3
+# Past bus 0x3b, where the fake driver root keeps a DRM fixture in the host's sysfs (the generator skips it).
+MANY = 48
 
 
 class GeneratedProfiles(unittest.TestCase):
@@ -24,12 +26,14 @@ class GeneratedProfiles(unittest.TestCase):
         return node.published()
 
     def test_vfio_gives_every_generated_gpu_its_twin(self):
-        profile = write_profile(os.path.join(self.dir, "vfio.yaml"), GPUS, False, vfio=True)
+        profile = write_profile(os.path.join(self.dir, "vfio.yaml"), MANY, False, vfio=True)
         devices = self.start(profile, **node_kwargs(True))
-        self.assertEqual(sorted(devices), sorted([f"gpu-{i}" for i in range(GPUS)] +
-                                                 [f"gpu-vfio-{i}" for i in range(GPUS)]))
+        self.assertEqual(sorted(devices), sorted([f"gpu-{i}" for i in range(MANY)] +
+                                                 [f"gpu-vfio-{i}" for i in range(MANY)]))
         self.assertEqual(devices["gpu-vfio-2"]["attributes"]["resource.kubernetes.io/pciBusID"],
                          {"string": "0000:12:00.0"})
+        self.assertEqual(devices["gpu-vfio-47"]["attributes"]["resource.kubernetes.io/pciBusID"],
+                         {"string": "0000:40:00.0"})
         self.assertEqual(devices["gpu-0"]["attributes"]["uuid"], {"string": gpu_uuid(0)})
 
     def test_without_vfio_no_twin_is_published(self):
