@@ -7,7 +7,10 @@ Scenarios:
   claims   per-prepare checkpoint cost with 1, 10, 100 and 1,000 claims already prepared on the node
            (build/bench/claims/claims_checkpoint_scale_bench): prepare/unprepare p50/p99, bytes written and
            fsyncs per prepare, against two references measured in the same run: every save re-encoding every
-           claim (the encoding before #33) and the floor (writing and fsyncing the same bytes, no encoding).
+           claim (the encoding before #33) and the floor (writing and fsyncing the same bytes, no encoding);
+           and on the whole node, nvdra's agent beside upstream's gpu-kubelet-plugin with the same claims already
+           prepared: one more claim's prepare/unprepare p50/p99 through gRPC, checkpoint size, RSS
+           (bench/scenario/scale_claims_node.py; root and NVDRA_UPSTREAM_DIR, else the JSON says not run).
 
   devices  machine profiles of 1 to ~500 published devices (H100 nodes, MIG off and DynamicMIG), started under
            each server version 1.34-1.37: start, slices per driver, slice bytes and writes, RSS, and what
@@ -17,11 +20,11 @@ Scenarios:
            watches, RSS per node, the reconnect after an API server restart, scaled to 5,000 nodes; upstream's
            plugins on 10 nodes (bench/scenario/fleet.py, which also runs alone).
 
-Upstream's plugin is not drawn in the claims and devices curves: its checkpoint cost can only be taken through
-a whole node
-(bench/scenario/versus_upstream.py, root and upstream's binaries), which this command does not start.
+Upstream's plugin is drawn in the claims curve from the whole-node runs (its checkpoint cost cannot be taken
+apart from its node); --node-counts picks the counts (default 1,10,100,1000: the last takes minutes per side).
 
     bench/scenario/scale.py [--build-dir build] [--out bench/scale] [--rounds 40] [--scenario claims]
+    bench/scenario/scale.py --scenario devices --vfio     # every GPU with its VFIO twin: devices-vfio.json
 
 writes <out>/<scenario>.json and <out>/<scenario>.png.
 """
@@ -35,10 +38,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import fleet  # noqa: E402
+import scale_claims_node  # noqa: E402
 import scale_devices  # noqa: E402
 
 
-def run_claims(build_dir, rounds, scratch):
+def run_claims(build_dir, rounds, scratch, node_counts=(1, 10, 100, 1000), upstream_counts=None):
     """Twice: on the disk (--scratch, else the temp directory), where fsync dominates, and on /dev/shm
     (tmpfs: fsync is free), where what is left is the CPU the encoding and the copy into the page cache cost."""
     binary = os.path.join(build_dir, "bench", "claims", "claims_checkpoint_scale_bench")
@@ -49,7 +53,24 @@ def run_claims(build_dir, rounds, scratch):
         out = subprocess.run(args, check=True, capture_output=True, text=True)
         sys.stderr.write(out.stderr)
         table[where] = json.loads(out.stdout)
+    table["node"] = scale_claims_node.run_node(build_dir, list(node_counts), min(rounds, NODE_ROUNDS),
+                                               upstream_counts)
     return table
+
+
+NODE_ROUNDS = 20  # prepare + unprepare of one more claim per count and side, on the whole node
+
+
+def _node_panel(ax, node):
+    for which, style in (("nvdra", "o-"), ("upstream", "s--")):
+        pts = node.get(which, [])
+        ax.plot([p["claims"] for p in pts], [p["prepare_p50_us"] / 1000 for p in pts], style,
+                label=f"{which} prepare p50 (gRPC, whole node)")
+        ax.plot([p["claims"] for p in pts], [p["unprepare_p50_us"] / 1000 for p in pts], style[0] + ":",
+                label=f"{which} unprepare p50")
+    ax.set(xscale="log", yscale="log", xlabel="claims already prepared on the node", ylabel="ms",
+           title="Whole node: nvdra and upstream" if "nvdra" in node else node.get("note", ""))
+    ax.legend(fontsize=7)
 
 
 def _cost_panel(ax, pts, title):
@@ -66,7 +87,7 @@ def draw_claims(table, png):
     import matplotlib  # noqa: PLC0415  (only drawing needs it; the JSON is written first)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
-    fig, (disk, memory, written) = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, (disk, memory, written, node) = plt.subplots(1, 4, figsize=(20, 4.2))
     _cost_panel(disk, table["disk"]["points"], "Checkpoint cost of one prepare (disk)")
     _cost_panel(memory, table["memory"]["points"], "Same on tmpfs: the CPU part")
     pts = table["disk"]["points"]
@@ -75,13 +96,14 @@ def draw_claims(table, png):
     written.set(xscale="log", yscale="log", xlabel="claims already prepared on the node", ylabel="KiB",
                 title="Written per prepare (%.0f fsyncs)" % pts[-1]["fsyncs_per_prepare"])
     written.legend(fontsize=7)
+    _node_panel(node, table.get("node", {"note": "whole node not run"}))
     fig.tight_layout()
     fig.savefig(png, dpi=80)
 
 
-def run_devices(build_dir, rounds, scratch):
+def run_devices(build_dir, rounds, scratch, vfio=False):
     del rounds  # one start per size and server version
-    return scale_devices.run_devices(build_dir, scratch)
+    return scale_devices.run_devices(build_dir, scratch, vfio)
 
 
 def run_fleet(build_dir, rounds, scratch):
@@ -100,11 +122,25 @@ def main():
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--scratch", default="", help="directory for the checkpoint files (the kubelet plugins disk)")
     ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
+    ap.add_argument("--node-counts", default="1,10,100,1000",
+                    help="claims scenario: prepared-claim counts of the whole-node runs (nvdra and upstream)")
+    ap.add_argument("--upstream-node-counts", help="claims scenario: upstream's counts, if fewer (1,000 takes long)")
+    ap.add_argument("--vfio", action="store_true", help="devices scenario only: every GPU with its VFIO twin "
+                    "(PassthroughSupport; MIG-off sizes), written as devices-vfio.json/png")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    for name in a.scenario or sorted(SCENARIOS):
+    names = a.scenario or sorted(SCENARIOS)
+    if a.vfio and names != ["devices"]:
+        ap.error("--vfio applies to the devices scenario only: give --scenario devices")
+    for name in names:
         run, draw = SCENARIOS[name]
-        table = run(a.build_dir, a.rounds, a.scratch)
+        extra = {"vfio": True} if a.vfio else {}
+        if name == "claims":
+            extra["node_counts"] = [int(n) for n in a.node_counts.split(",")]
+            if a.upstream_node_counts:
+                extra["upstream_counts"] = [int(n) for n in a.upstream_node_counts.split(",")]
+        table = run(a.build_dir, a.rounds, a.scratch, **extra)
+        name += "-vfio" if a.vfio else ""
         with open(os.path.join(a.out, name + ".json"), "w") as f:
             json.dump(table, f, indent=1)
             f.write("\n")

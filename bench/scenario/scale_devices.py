@@ -8,7 +8,10 @@ limits), the agent and the double each in a process of its own. Per size and ver
   republish      after an XID on one GPU (NVMLDeviceHealthCheck taints its devices): the write requests it
                  cost and the slices whose resourceVersion changed (one GPU's slices rewritten, not all).
 Profiles: H100 80GB nodes of 1 to 64 GPUs with MIG off (one device each), and under DynamicMIG (every MIG
-placement of every GPU published, 26 devices per H100) 1 to 20 GPUs. Written by test/lib/machine_profiles.py."""
+placement of every GPU published, 26 devices per H100) 1 to 20 GPUs. Written by test/lib/machine_profiles.py.
+With vfio (scale.py --vfio): the MIG-off sizes, every GPU with its VFIO twin (PassthroughSupport and the simulated
+host's PCI tree, as the passthrough profile); no republish figure, as PassthroughSupport excludes the health
+check that drives it."""
 import os
 import sys
 import time
@@ -17,7 +20,7 @@ import yaml
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                 "test", "lib"))
-from machine_profiles import gpu_uuid, write_profile  # noqa: E402
+from machine_profiles import gpu_uuid, node_kwargs, write_profile  # noqa: E402
 
 SIZES = [(1, False), (8, False), (64, False), (1, True), (8, True), (20, True)]
 VERSIONS = [(1, 34), (1, 35), (1, 36), (1, 37)]
@@ -32,9 +35,10 @@ def _gpu_slices(node):
     return [s for s in node.api.objects("resource.k8s.io/v1", "resourceslices", f"spec.nodeName={node.node}")]
 
 
-def measure(node_class, profile, mig, version):
+def measure(node_class, profile, mig, version, vfio=False):
     gates = "NVMLDeviceHealthCheck=true" + (",DynamicMIG=true" if mig else "")
-    node = node_class(profile=profile, gates=gates, api_version=version, api_process=True)
+    kwargs = dict({"gates": gates}, **node_kwargs(vfio))
+    node = node_class(profile=profile, api_version=version, api_process=True, **kwargs)
     try:
         node.start(timeout=300)
         out = {"start_ms": round(node.ready_ms, 1), "rss_kb": _rss_kb(node.proc.pid)}
@@ -45,6 +49,10 @@ def measure(node_class, profile, mig, version):
             out["slices"][s["spec"]["driver"]] = out["slices"].get(s["spec"]["driver"], 0) + 1
         out["slice_bytes"] = sum(len(yaml.safe_dump(s).encode()) for s in slices)  # YAML: near JSON's size
         out["writes"] = len(node.api.writes())
+        if vfio:
+            out["vfio_devices"] = sum(1 for s in slices for d in s["spec"].get("devices", [])
+                                      if d["name"].startswith("gpu-vfio-"))
+            return out
         before = {s["metadata"]["name"]: s["metadata"]["resourceVersion"] for s in slices}
         writes_before = len(node.api.writes())
         node.inject_xid(gpu_uuid(0), 79)
@@ -84,21 +92,22 @@ def measure_upstream(profile, mig, version, upstream_dir):
         node.cleanup()
 
 
-def run_devices(build_dir, scratch):
+def run_devices(build_dir, scratch, vfio=False):
     os.environ.setdefault("NVDRA_BINARY_DIR", os.path.abspath(build_dir))
     from gpu_node import SimulatedNode  # noqa: PLC0415  (after the path and the build dir are set)
     folder = scratch or os.path.join(build_dir, "scale-profiles")
     os.makedirs(folder, exist_ok=True)
     points, upstream = [], []
     upstream_dir = os.environ.get("NVDRA_UPSTREAM_DIR", "")
-    for gpus, mig in SIZES:
-        profile = write_profile(os.path.join(folder, f"h100-{gpus}{'-mig' if mig else ''}.yaml"), gpus, mig)
+    for gpus, mig in (s for s in SIZES if not (vfio and s[1])):
+        name = f"h100-{gpus}{'-mig' if mig else ''}{'-vfio' if vfio else ''}.yaml"
+        profile = write_profile(os.path.join(folder, name), gpus, mig, vfio=vfio)
         for version in VERSIONS:
-            p = measure(SimulatedNode, profile, mig, version)
-            p.update(gpus=gpus, dynamic_mig=mig, version="%d.%d" % version)
+            p = measure(SimulatedNode, profile, mig, version, vfio)
+            p.update(gpus=gpus, dynamic_mig=mig, vfio=vfio, version="%d.%d" % version)
             sys.stderr.write(f"devices: {p}\n")
             points.append(p)
-        if upstream_dir and os.geteuid() == 0:
+        if upstream_dir and os.geteuid() == 0 and not vfio:
             try:
                 u = measure_upstream(profile, mig, (1, 35), upstream_dir)
                 u.update(gpus=gpus, dynamic_mig=mig, version="1.35")
@@ -107,7 +116,8 @@ def run_devices(build_dir, scratch):
             sys.stderr.write(f"devices, upstream: {u}\n")
             upstream.append(u)
     return {"points": points, "upstream": upstream,
-            "upstream_note": "" if upstream_dir and os.geteuid() == 0 else "not run: needs root and NVDRA_UPSTREAM_DIR"}
+            "upstream_note": "not run: VFIO twins are nvdra's side only here" if vfio else
+            "" if upstream_dir and os.geteuid() == 0 else "not run: needs root and NVDRA_UPSTREAM_DIR"}
 
 
 def draw_devices(table, png):
@@ -131,7 +141,9 @@ def draw_devices(table, png):
         vp = sorted((p for p in table["points"] if p["version"] == version), key=lambda p: p["devices"])
         pub.plot([p["devices"] for p in vp], [p["slices"].get("gpu.nvidia.com", 0) for p in vp], "o-",
                  label=f"gpu.nvidia.com slices, {version} server")
-    pub.plot(n, [p["republish"]["slices_rewritten"] for p in pts], "x--", label="slices rewritten after one XID (1.35)")
+    if all("republish" in p for p in pts):
+        pub.plot(n, [p["republish"]["slices_rewritten"] for p in pts], "x--",
+                 label="slices rewritten after one XID (1.35)")
     pub.set(xscale="log", xlabel="devices published", ylabel="slices", title="Slices")
     for ax in (start, mem, pub):
         ax.legend(fontsize=7)

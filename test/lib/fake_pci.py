@@ -76,7 +76,8 @@ class FakePciHost:
     def __init__(self, host_root, profile, iommufd=False):
         self.root = host_root
         self.sys = os.path.join(host_root, "sys")
-        with open(os.path.join(PROFILES, profile + ".yaml")) as f:
+        # A profile name under nvml/mock/profiles, or a generated profile's path (test/lib/machine_profiles.py).
+        with open(profile if profile.endswith(".yaml") else os.path.join(PROFILES, profile + ".yaml")) as f:
             gpus = yaml.safe_load(f)["gpus"]
         self.devices = {}  # bdf -> {class, device, vendor, group, minor?, numa}
         for i, g in enumerate(gpus):

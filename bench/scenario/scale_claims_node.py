@@ -1,0 +1,105 @@
+"""Claims scenario, whole node (bench/scenario/scale.py --scenario claims, issue #33): nvdra's agent and upstream's
+gpu-kubelet-plugin, one after the other on the same simulated node (test/lib/upstream_node.py, as
+bench/scenario/versus_upstream.py starts them; root and NVDRA_UPSTREAM_DIR), each with 1, 10, 100, ... claims
+already prepared (adminAccess on the node's whole GPUs, prepared through the kubelet double in batches of 100 as
+kubelet may send them). At each count: `rounds` prepare + unprepare of one more claim through the compiled gRPC
+client (bench/kubelet/claim_client.cpp), both sides at equal client limits (QPS and burst 1000, as
+versus_upstream.py's equal phases: upstream's default limits would show its rate limiter): p50/p99 in us, the GPU checkpoint's size, the side's RSS. The counts
+grow on one start of each side (the claims stay prepared between points); between the sides the checkpoint is
+emptied by unpreparing every claim, so that neither side takes over the other's claims."""
+import json
+import os
+import subprocess
+import sys
+
+import versus_upstream as vu
+
+BATCH = 100
+
+
+def _claim(node, name, gpu):
+    from kubelet_double import Claim  # noqa: PLC0415  (test/lib is on the path once versus_upstream is imported)
+    obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+           "metadata": {"name": name, "namespace": "default"},
+           "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com",
+                                                                         "adminAccess": True}}]}},
+           "status": {"allocation": {"devices": {"results": [
+               {"request": "gpu", "driver": "gpu.nvidia.com", "pool": node.node, "device": gpu, "adminAccess": True}]}}}}
+    return Claim("default", name, node.api.put_object(obj)["metadata"]["uid"])
+
+
+def _in_batches(call, claims):
+    for i in range(0, len(claims), BATCH):
+        answers = call(claims[i:i + BATCH], timeout=300)
+        # prepare answers {uid: {"error": ...}}, unprepare {uid: error}
+        bad = {uid: a["error"] if isinstance(a, dict) else a for uid, a in answers.items()}
+        bad = {uid: e for uid, e in bad.items() if e}
+        if bad:
+            raise RuntimeError(f"{len(bad)} claims failed, e.g. {next(iter(bad.items()))}")
+
+
+def _upstream_node():
+    import upstream_node  # noqa: PLC0415  (after NVDRA_BINARY_DIR is set)
+    return upstream_node
+
+
+def _probe(sides, node, client_bin, which, rounds):
+    """rounds prepare + unprepare of one claim not yet prepared: {prepare_us: [...], unprepare_us: [...]}."""
+    probe = _claim(node, f"probe-{which}", vu.whole_gpus("dgx-a100")[0])
+    path = os.path.join(node.root, f"probe-{which}.json")
+    with open(path, "w") as f:
+        json.dump([{"uid": probe.uid, "namespace": probe.namespace, "name": probe.name}], f)
+    out = subprocess.run([client_bin, "--socket", sides.plugins[_upstream_node().GPU].endpoint, "--claims", path,
+                          "sequential", str(rounds)], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def _side(sides, node, client_bin, which, counts, rounds):
+    """One start of `which`; the claims grow to each count in turn. Returns the points."""
+    um, gpus, points, held = _upstream_node(), vu.whole_gpus("dgx-a100"), [], []
+    sides.start(which, True)  # equal client limits (QPS, burst 1000): the cost, not upstream's default rate limit
+    plugin = sides.plugins[um.GPU]
+    try:
+        for n in counts:
+            more = [_claim(node, f"{which}-c{i}", gpus[i % len(gpus)]) for i in range(len(held), n)]
+            _in_batches(plugin.prepare, more)
+            held += more
+            one = _probe(sides, node, client_bin, which + str(n), rounds)
+            ckpt = os.path.join(node.dirs.plugins, um.GPU, "checkpoint.json")
+            point = {"claims": n, "rounds": rounds,
+                     "prepare_p50_us": vu.pct(one["prepare_us"], 50), "prepare_p99_us": vu.pct(one["prepare_us"], 99),
+                     "unprepare_p50_us": vu.pct(one["unprepare_us"], 50),
+                     "unprepare_p99_us": vu.pct(one["unprepare_us"], 99),
+                     "checkpoint_bytes": os.path.getsize(ckpt), "rss_kb": sides.rss()[0]}
+            sys.stderr.write(f"claims, {which} on the node: {point}\n")
+            points.append(point)
+        _in_batches(plugin.unprepare, held)  # the next side starts on an empty checkpoint
+    finally:
+        sides.stop(which)
+    return points
+
+
+def run_node(build_dir, counts, rounds, upstream_counts=None):
+    """{"nvdra": [points], "upstream": [points]} or {"note": why not run}. upstream_counts: fewer counts for
+    upstream (each of its prepares rewrites and fsyncs its growing checkpoint: 1,000 claims take long)."""
+    upstream_dir = os.environ.get("NVDRA_UPSTREAM_DIR", "")
+    if not upstream_dir or os.geteuid() != 0:
+        return {"note": "not run: needs root and NVDRA_UPSTREAM_DIR (contrib/dev/prerequisites)"}
+    os.environ["NVDRA_BINARY_DIR"] = os.path.abspath(build_dir)
+    um = _upstream_node()
+    node = um.upstream_node("dgx-a100", node="bench-node", gates=vu.NVDRA_GATES,
+                            args=["--imex-mode=hostManaged", "--controller=false"], api_process=True)
+    sides = vu.Sides(node, um, os.path.abspath(upstream_dir))
+    client_bin = os.path.join(build_dir, "bench", "kubelet", "kubelet_claim_client")
+    try:
+        upstream_counts = counts if upstream_counts is None else upstream_counts
+        table = {"counts": counts, "nvdra": _side(sides, node, client_bin, "nvdra", counts, rounds),
+                 "upstream": _side(sides, node, client_bin, "upstream", upstream_counts, rounds)}
+        if upstream_counts != counts:
+            table["upstream_note"] = (f"upstream run at {upstream_counts} only (--upstream-node-counts): "
+                                      f"not at {sorted(set(counts) - set(upstream_counts))} in this run")
+        return table
+    finally:
+        if sides.up:
+            sides.up.cleanup()
+        node.cleanup()
