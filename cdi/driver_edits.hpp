@@ -15,7 +15,15 @@ ContainerEdits driver_edits(const DriverInventory& inv, const DriverRoots& roots
 // The HostView device-edit builders need for this driver (dev_root from discovery).
 HostView host_view(const DriverInventory& inv, const DriverRoots& roots);
 
-// Every /dev/nvidia<N> present (the compute-domain base device "all").
+// Every /dev/nvidia<N> present.
 ContainerEdits all_gpu_nodes(const DriverInventory& inv, const DriverRoots& roots);
+
+// nvcdi's "management" mode (upstream-driver.md §5.2: the compute-domain driver's node-wide device
+// "all"), as upstream's plugin writes it: every device node of the driver's /dev that nvcdi's globs
+// find (/dev/nvidia*, the IMEX channels, the nvidia-caps capabilities), in its order ...
+ContainerEdits management_nodes(const DriverInventory& inv, const DriverRoots& roots);
+// ... and its common edits: the driver_edits() mounts less the ICD/config files, no device nodes,
+// and only the create-symlinks and update-ldcache hooks.
+ContainerEdits management_edits(const DriverInventory& inv, const DriverRoots& roots);
 
 }  // namespace nvdra::cdi

@@ -48,16 +48,15 @@ DriverManagedParts::~DriverManagedParts() {
 namespace {
 
 // The node-wide spec daemon claims name as .../device=all: upstream's nvcdi "management" spec, every
-// GPU's device nodes with the driver's common edits and NVIDIA_VISIBLE_DEVICES=void. Blocking.
+// device node of the driver's /dev with the management common edits and NVIDIA_VISIBLE_DEVICES=void,
+// equal to upstream's (upstream_driver_managed_parity_test). Blocking.
 Status write_base_spec(const config::Options& o, const nvml::DeviceModel& model, cdi::FileSpecStore& specs) {
   cdi::DriverRoots roots{o.nvidia_driver_root, o.container_driver_root, o.host_root, {}, model.system.driver_version};
   roots.hook_path = cdi::resolve_cdi_hook(roots, o.nvidia_cdi_hook_path);
   auto inventory = cdi::discover_driver(roots);
   if (!inventory) return inventory.error();
-  const auto host = cdi::host_view(*inventory, roots);
-  cdi::ContainerEdits all;
-  for (const auto& gpu : model.gpus) all.append(cdi::gpu_edits(cdi::GpuDevice{gpu.minor, gpu.pci.bus_id}, host));
-  auto common = cdi::driver_edits(*inventory, roots);
+  auto all = cdi::management_nodes(*inventory, roots);
+  auto common = cdi::management_edits(*inventory, roots);
   common.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
   auto spec = cdi::build_base_spec(cdi::kComputeDomainVendor, "all", std::move(all), std::move(common));
   if (!spec) return spec.error();

@@ -52,9 +52,11 @@ int main(int argc, char** argv) {
   // GPU claim specs carry the driver's edits and NVIDIA_VISIBLE_DEVICES=void at spec level, as upstream.
   cdi::ContainerEdits common = driver;
   common.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
-  cdi::ContainerEdits all = cdi::all_gpu_nodes(*inv, roots);
-  all.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
-  auto cd_base = must(cdi::build_base_spec(cdi::kComputeDomainVendor, cdi::kComputeDomainBaseDevice, all, driver),
+  // The compute-domain base spec as the agent writes it (nvcdi's management mode).
+  cdi::ContainerEdits management = cdi::management_edits(*inv, roots);
+  management.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
+  auto cd_base = must(cdi::build_base_spec(cdi::kComputeDomainVendor, cdi::kComputeDomainBaseDevice,
+                                           cdi::management_nodes(*inv, roots), management),
                       "cd base");
   must(store->write_if_changed(cd_base), "write cd base");
 

@@ -85,5 +85,46 @@ TEST(DriverEdits, AllGpuNodesListsEveryGpuMinorInOrder) {
   EXPECT_EQ(e.device_nodes[1].path, "/dev/nvidia1");
 }
 
+// Upstream's compute-domain base device "all" (nvcdi management mode, seen from its plugin): /dev/nvidia*
+// byte-sorted, then the IMEX channels, then the capabilities; directories and other names left out.
+TEST(DriverEdits, ManagementNodesFollowNvcdisGlobsInOrder) {
+  FakeDriverRoot fake;
+  const std::string dev = fake.host_root() + "/dev";
+  testing::write_file(dev + "/nvidia-caps-imex-channels/channel0", "");
+  testing::write_file(dev + "/nvidia-caps-imex-channels/channel10", "");
+  testing::write_file(dev + "/nvidia-caps-imex-channels/channel2", "");
+  testing::write_file(dev + "/nvidia-caps/nvidia-cap4096", "");
+  testing::write_file(dev + "/nvidia-caps/nvidia-cap30", "");
+  testing::write_file(dev + "/nvidia-caps/other", "");
+  testing::write_file(dev + "/null", "");
+  auto inv = discover_driver(fake.roots());
+  ASSERT_TRUE(inv.ok());
+  std::vector<std::string> paths;
+  for (const auto& n : management_nodes(*inv, fake.roots()).device_nodes) paths.push_back(n.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{
+                       "/dev/nvidia-modeset", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia0",
+                       "/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-caps-imex-channels/channel0",
+                       "/dev/nvidia-caps-imex-channels/channel10", "/dev/nvidia-caps-imex-channels/channel2",
+                       "/dev/nvidia-caps/nvidia-cap30", "/dev/nvidia-caps/nvidia-cap4096"}));
+}
+
+TEST(DriverEdits, ManagementEditsLeaveOutConfigFilesDeviceNodesAndTwoHooks) {
+  FakeDriverRoot fake;
+  auto inv = discover_driver(fake.roots());
+  ASSERT_TRUE(inv.ok());
+  auto e = management_edits(*inv, fake.roots());
+  auto all = driver_edits(*inv, fake.roots());
+  EXPECT_TRUE(e.device_nodes.empty());
+  EXPECT_EQ(mount_at(e, "/etc/vulkan/icd.d/nvidia_icd.json"), nullptr);
+  EXPECT_EQ(mount_at(e, "/usr/share/glvnd/egl_vendor.d/10_nvidia.json"), nullptr);
+  ASSERT_NE(mount_at(all, "/etc/vulkan/icd.d/nvidia_icd.json"), nullptr);
+  EXPECT_NE(mount_at(e, "/usr/bin/nvidia-smi"), nullptr);
+  EXPECT_NE(mount_at(e, "/run/nvidia-persistenced/socket"), nullptr);
+  EXPECT_EQ(e.env, all.env);
+  std::vector<std::string> hooks;
+  for (const auto& h : e.hooks) hooks.push_back(h.args.at(1));
+  EXPECT_EQ(hooks, (std::vector<std::string>{"create-symlinks", "update-ldcache"}));
+}
+
 }  // namespace
 }  // namespace nvdra::cdi

@@ -2,8 +2,8 @@
 --imex-mode=driverManaged, gates IMEXDaemonsWithDNSNames and ComputeDomainCliques on) on the same simulated
 gb200-nvl node and API double: the slices are equal, and the same channel claims get the same answers —
 prepared once the daemon's ComputeDomainClique entry is Ready, refused in upstream's words for a wrong
-namespace, and the node label set and removed; a daemon claim gets the same answer, CDI edits and domain
-directory (upstream copies its image's /templates/compute-domain-daemon-config.tmpl.cfg: here a file of the keys
+namespace, and the node label set and removed; a daemon claim gets the same answer, CDI edits (the node-wide
+device=all spec included) and domain directory (upstream copies its image's /templates/compute-domain-daemon-config.tmpl.cfg: here a file of the keys
 upstream-driver.md §9.4 lists, bound over /templates in upstream's mount namespace); a channel whose daemon never
 turns Ready gets upstream's `current node not ready in ComputeDomain` from both (upstream after its own 45 s
 retries, nvdra before the call's shorter deadline). Runs where NVDRA_UPSTREAM_DIR names the unpacked upstream
@@ -14,6 +14,8 @@ import stat
 import sys
 import unittest
 
+import yaml
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cdi_edits import claim_edits
 from compute_domain_objects import clique_object
@@ -23,6 +25,7 @@ from upstream_parity_test import comparable, ids_of, slices_of
 
 GV = "resource.nvidia.com/v1beta1"
 LABEL = "resource.nvidia.com/computeDomain"
+BASE_SPEC = "k8s.compute-domain.nvidia.com-device_base.yaml"
 
 
 def channel_config(uid):
@@ -71,6 +74,12 @@ def domain_dir(node, uid):
     return out
 
 
+def base_spec(node):
+    """The node-wide spec daemon claims name (.../device=all), parsed (nvdra writes JSON, upstream YAML: README)."""
+    with open(os.path.join(node.dirs.cdi, BASE_SPEC)) as f:
+        return yaml.safe_load(f)
+
+
 def normalised(value, names):
     """`value` with each key of `names` replaced by its value, through its JSON (sets as sorted lists)."""
     text = json.dumps(value, sort_keys=True, default=sorted)
@@ -84,11 +93,9 @@ def daemon_side(node, plugin, which, uid):
                           [([], {"apiVersion": GV, "kind": "ComputeDomainDaemonConfig", "domainID": uid})], driver=CD)
     answer = plugin.prepare([claim])[claim.uid]
     names = {claim.uid: "<claim>", uid: "<cd>", f"cd-{which}": "<cd-name>"}
-    # The daemon's own device (the claim spec). The node-wide device=all spec (upstream's nvcdi "management" spec)
-    # is left out: upstream's lists every device node of the driver root's /dev (IMEX channels and MIG caps
-    # included) and no Vulkan ICD mount, nvdra's the GPUs' nodes and the driver's common edits.
-    own = [i for i in ids_of(answer) if "/claim=" in i]
-    edits = claim_edits(node.dirs.cdi, own) if not answer["error"] else {}
+    # Everything the runtime applies: the daemon's own device (the claim spec) and the node-wide device=all
+    # (nvcdi's "management" spec: every device node of the driver root's /dev, IMEX channels and caps included).
+    edits = claim_edits(node.dirs.cdi, ids_of(answer)) if not answer["error"] else {}
     out = {"answer": normalised((answer["error"], ids_of(answer)), names), "edits": normalised(edits, names),
            "dir": domain_dir(node, uid) if not answer["error"] else None}
     out["unprepare"] = plugin.unprepare([claim])[claim.uid]
@@ -141,6 +148,7 @@ class DriverManagedParity(unittest.TestCase):
                 "resource.k8s.io/v1", "resourceslices",
                 lambda items: any(s["spec"]["driver"] == CD and s["spec"].get("devices") for s in items), 60)
             out["slices"] = slices_of(node, CD)
+            out["base"] = base_spec(node)
             wrong = node.allocate(f"wrong-{which}", [("channel", "channel-0")], [([], channel_config(uid))],
                                   namespace="other", driver=CD)
             out["wrong"] = plugin.prepare([wrong])[wrong.uid]["error"]
@@ -173,6 +181,14 @@ class DriverManagedParity(unittest.TestCase):
     def test_slices_equal(self):
         self.assertTrue(self.seen["upstream"]["slices"])
         self.assertEqual(comparable(self.seen["nvdra"]["slices"]), comparable(self.seen["upstream"]["slices"]))
+
+    def test_node_wide_daemon_spec_equal(self):
+        """The spec behind .../device=all, written at start by each side into the same CDI root: the same
+        device "all" (every device node of the driver's /dev, in nvcdi's order) and the same spec-wide edits."""
+        upstream = self.seen["upstream"]["base"]
+        paths = [n["path"] for n in upstream["devices"][0]["containerEdits"]["deviceNodes"]]
+        self.assertIn("/dev/nvidia-caps-imex-channels/channel0", paths)
+        self.assertEqual(self.seen["nvdra"]["base"], upstream)
 
     def test_channel_answers_and_edits_equal(self):
         self.assertEqual(self.seen["nvdra"]["answer"], self.seen["upstream"]["answer"])
