@@ -125,6 +125,50 @@ awaitable<bool> Reflector::list() {
   co_return true;
 }
 
+// A watch that could not be opened, or an ERROR event: 410 Gone lists again; anything else pauses
+// (the server's Retry-After when it gave one) and resumes from the last version.
+awaitable<Reflector::Next> Reflector::after_error(const ApiError& err, std::string_view what) {
+  if (err.gone() || err.http_status == 410) {
+    ++stats_.relists_after_gone;
+    co_return Next::kRelist;
+  }
+  ++stats_.errors;
+  const auto delay = err.too_many_requests() && err.retry_after.count() > 0 ? err.retry_after : failure_pause();
+  nvdra::logger("k8s")->warn("watch {} {} {}; retrying in {} ms", type_.plural, what, err.describe(), delay.count());
+  co_await sleep(delay);
+  co_return Next::kResume;
+}
+
+// Always a jittered pause after a drop: when a server restart cuts every agent at once they come
+// back spread over the reconnect window instead of together; a very short watch keeps it growing.
+awaitable<void> Reflector::after_drop(const ApiError& err, bool very_short) {
+  ++stats_.resumes;
+  const auto delay = drop_pause(very_short);
+  ++stats_.drops;
+  stats_.last_drop_pause = delay;
+  nvdra::logger("k8s")->info("watch {} dropped: {}; resuming in {} ms", type_.plural, err.describe(), delay.count());
+  co_await sleep(delay);
+}
+
+// An ADDED, MODIFIED or DELETED event into the cache; one older than what is known (or than a local
+// deletion's tombstone) is ignored.
+void Reflector::apply_event(WatchEvent& ev) {
+  const auto key = ev.ns.empty() ? ev.name : ev.ns + "/" + ev.name;
+  auto it = objects_.find(key);
+  if (ev.type == WatchEventType::kDeleted) {
+    if (it != objects_.end() && newer_or_equal(ev.resource_version, it->second.resource_version)) {
+      objects_.erase(it);
+      changed();
+    }
+    return;
+  }
+  if (auto t = tombstones_.find(key); t != tombstones_.end() && !newer_or_equal(ev.resource_version, t->second)) return;
+  if (it != objects_.end() && !newer_or_equal(ev.resource_version, it->second.resource_version)) return;
+  const bool same = it != objects_.end() && it->second.resource_version == ev.resource_version;
+  objects_[key] = Entry{ev.resource_version, std::move(ev.object)};
+  if (!same) changed();
+}
+
 awaitable<Reflector::Next> Reflector::watch() {
   ++stats_.watches;
   WatchOptions wo;
@@ -135,18 +179,7 @@ awaitable<Reflector::Next> Reflector::watch() {
   wo.max_event_bytes = options_.max_event_bytes;
   auto opened = co_await api_->watch(type_, options_.ns, wo);
   auto log = nvdra::logger("k8s");
-  if (!opened) {
-    const auto& err = opened.error();
-    if (err.gone()) {
-      ++stats_.relists_after_gone;
-      co_return Next::kRelist;
-    }
-    ++stats_.errors;
-    const auto delay = err.too_many_requests() && err.retry_after.count() > 0 ? err.retry_after : failure_pause();
-    log->warn("watch {} failed: {}; retrying in {} ms", type_.plural, err.describe(), delay.count());
-    co_await sleep(delay);
-    co_return Next::kResume;
-  }
+  if (!opened) co_return co_await after_error(opened.error(), "failed:");
   auto stream = std::move(*opened);
   const auto opened_at = std::chrono::steady_clock::now();
   bool any_event = false;
@@ -159,16 +192,8 @@ awaitable<Reflector::Next> Reflector::watch() {
         log->error("watch {}: {}, skipping that event", type_.plural, err.describe());
         continue;
       }
-      ++stats_.resumes;
-      // Always a jittered pause after a drop: when a server restart cuts every agent at once they
-      // come back spread over the reconnect window instead of together. A watch that died young
-      // without an event (client-go's "very short watch") is a failure: the pause then keeps growing.
-      const bool very_short = !any_event && std::chrono::steady_clock::now() - opened_at < std::chrono::seconds(1);
-      const auto delay = drop_pause(very_short);
-      ++stats_.drops;
-      stats_.last_drop_pause = delay;
-      log->info("watch {} dropped: {}; resuming in {} ms", type_.plural, err.describe(), delay.count());
-      co_await sleep(delay);
+      // A watch that died young without an event (client-go's "very short watch") is a failure.
+      co_await after_drop(err, !any_event && std::chrono::steady_clock::now() - opened_at < std::chrono::seconds(1));
       co_return Next::kResume;
     }
     if (!*next) {
@@ -182,37 +207,10 @@ awaitable<Reflector::Next> Reflector::watch() {
     auto& ev = **next;
     switch (ev.type) {
       case WatchEventType::kBookmark: break;
-      case WatchEventType::kError: {
-        const auto err = decode_status(0, ev.object);
-        if (err.gone() || err.http_status == 410) {
-          ++stats_.relists_after_gone;
-          co_return Next::kRelist;
-        }
-        ++stats_.errors;
-        log->warn("watch {}: error event {}; retrying", type_.plural, err.describe());
-        co_await sleep(failure_pause());
-        co_return Next::kResume;
-      }
+      case WatchEventType::kError: co_return co_await after_error(decode_status(0, ev.object), "error event:");
       case WatchEventType::kAdded:
-      case WatchEventType::kModified: {
-        const auto key = ev.ns.empty() ? ev.name : ev.ns + "/" + ev.name;
-        if (auto t = tombstones_.find(key); t != tombstones_.end() && !newer_or_equal(ev.resource_version, t->second)) break;
-        auto it = objects_.find(key);
-        if (it != objects_.end() && !newer_or_equal(ev.resource_version, it->second.resource_version)) break;
-        const bool same = it != objects_.end() && it->second.resource_version == ev.resource_version;
-        objects_[key] = Entry{ev.resource_version, std::move(ev.object)};
-        if (!same) changed();
-        break;
-      }
-      case WatchEventType::kDeleted: {
-        const auto key = ev.ns.empty() ? ev.name : ev.ns + "/" + ev.name;
-        auto it = objects_.find(key);
-        if (it != objects_.end() && newer_or_equal(ev.resource_version, it->second.resource_version)) {
-          objects_.erase(it);
-          changed();
-        }
-        break;
-      }
+      case WatchEventType::kModified:
+      case WatchEventType::kDeleted: apply_event(ev); break;
     }
     if (!ev.resource_version.empty()) resource_version_ = ev.resource_version;
   }

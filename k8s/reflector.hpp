@@ -25,6 +25,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 
 #include "k8s/api_server.hpp"
 #include "agent/base/backoff.hpp"
@@ -82,6 +83,9 @@ class Reflector {
   enum class Next { kResume, kRelist };
   boost::asio::awaitable<bool> list();
   boost::asio::awaitable<Next> watch();
+  boost::asio::awaitable<Next> after_error(const ApiError& err, std::string_view what);
+  boost::asio::awaitable<void> after_drop(const ApiError& err, bool very_short);
+  void apply_event(WatchEvent& ev);
   boost::asio::awaitable<void> sleep(std::chrono::milliseconds d);
   void changed();
   std::chrono::milliseconds failure_pause();
