@@ -40,6 +40,63 @@ App::App(config::Options options, std::unique_ptr<systemd::Notifier> notifier)
 
 App::~App() = default;
 
+namespace {
+
+// What the agent runs beside the supervisor's own tasks, in start order: the D-Bus status service,
+// the metrics page, one component per driver, the gRPC health service and the ComputeDomain
+// controller, each only where its option asks for it.
+std::vector<std::unique_ptr<Component>> make_components(RunContext& ctx) {
+  std::vector<std::unique_ptr<Component>> components;
+  const auto& options = ctx.options;
+  auto status_service = std::make_unique<systemd_bus::StatusService>(ctx.system_bus);
+  status_service->update(ctx.status.snapshot());
+  ctx.status.on_change([svc = status_service.get()](const systemd_bus::StatusSnapshot& s) { svc->update(s); });
+  components.push_back(std::move(status_service));
+  // --http-endpoint + --metrics-path: the Prometheus page (bound now: a bad address fails start-up).
+  if (metrics::MetricsComponent::should_run(options))
+    components.push_back(std::make_unique<metrics::MetricsComponent>(ctx));
+  std::vector<drivers::DriverComponent*> driver_components;
+  for (auto kind : options.drivers) {
+    components.push_back(std::make_unique<drivers::DriverComponent>(kind, ctx));
+    driver_components.push_back(static_cast<drivers::DriverComponent*>(components.back().get()));
+  }
+  // --healthcheck-port (-1 off): grpc.health.v1 for kubelet's probes.
+  if (options.healthcheck_port >= 0) {
+    std::vector<health::HealthTarget> targets;
+    for (auto* d : driver_components)
+      targets.push_back({d->name(), d->sockets(), [d] { return d->registration().state; }, [d] { return d->waiting(); }});
+    auto hc = std::make_unique<health::HealthComponent>(ctx.executor, ctx.workers, options.healthcheck_port,
+                                                        std::move(targets));
+    for (auto* d : driver_components) d->on_registration_change([h = hc.get()] { h->recheck(); });
+    components.push_back(std::move(hc));
+  }
+  // The ComputeDomain controller role (HostManagedIMEX, --controller): elected among the agents.
+  if (controller::ComputeDomainController::should_run(options)) {
+    components.push_back(std::make_unique<controller::ComputeDomainController>(ctx));
+  }
+  return components;
+}
+
+// READY=1, the log line with the start's duration and the D-Bus status, once every component is ready.
+void announce_when_ready(runtime::Readiness& readiness, systemd::Notifier& notifier, status::AgentStatus& status,
+                         std::chrono::steady_clock::time_point started) {
+  readiness.on_ready([&notifier, &status, started] {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    nvdra::logger("agent")->info("ready ms={}", ms.count());
+    notifier.ready();
+    status.set_ready(true);
+  });
+}
+
+// STATUS= names what the start still waits for (kubelet's registration, a first publish, ...).
+void announce_waiting(const runtime::Readiness& readiness, systemd::Notifier& notifier) {
+  std::string waiting;
+  for (const auto& p : readiness.pending()) waiting += (waiting.empty() ? "" : ", ") + p;
+  notifier.status("waiting for: " + waiting);
+}
+
+}  // namespace
+
 int App::run() {
   const auto started = std::chrono::steady_clock::now();
   auto log = nvdra::logger("agent");
@@ -80,54 +137,19 @@ int App::run() {
   supervisor.spawn("watchdog", [&watchdog] { return watchdog.run(); }, runtime::OnFailure::kExitProcess);
 
   supervisor.spawn("system-bus", [&bus] { return bus.run(); }, runtime::OnFailure::kRestart);
-  std::vector<std::unique_ptr<Component>> components;
-  auto status_service = std::make_unique<systemd_bus::StatusService>(bus);
-  status_service->update(status.snapshot());
-  status.on_change([svc = status_service.get()](const systemd_bus::StatusSnapshot& s) { svc->update(s); });
-  components.push_back(std::move(status_service));
-  // --http-endpoint + --metrics-path: the Prometheus page (bound now: a bad address fails start-up).
-  if (metrics::MetricsComponent::should_run(options_))
-    components.push_back(std::make_unique<metrics::MetricsComponent>(ctx));
-  std::vector<drivers::DriverComponent*> driver_components;
-  for (auto kind : options_.drivers) {
-    components.push_back(std::make_unique<drivers::DriverComponent>(kind, ctx));
-    driver_components.push_back(static_cast<drivers::DriverComponent*>(components.back().get()));
-  }
-  // --healthcheck-port (-1 off): grpc.health.v1 for kubelet's probes.
-  if (options_.healthcheck_port >= 0) {
-    std::vector<health::HealthTarget> targets;
-    for (auto* d : driver_components)
-      targets.push_back({d->name(), d->sockets(), [d] { return d->registration().state; }, [d] { return d->waiting(); }});
-    auto hc = std::make_unique<health::HealthComponent>(io.get_executor(), workers, options_.healthcheck_port,
-                                                        std::move(targets));
-    for (auto* d : driver_components) d->on_registration_change([h = hc.get()] { h->recheck(); });
-    components.push_back(std::move(hc));
-  }
-  // The ComputeDomain controller role (HostManagedIMEX, --controller): elected among the agents.
-  if (controller::ComputeDomainController::should_run(options_)) {
-    components.push_back(std::make_unique<controller::ComputeDomainController>(ctx));
-  }
+  auto components = make_components(ctx);
 
   // Before the components: the drivers' API clients (TLS contexts) are made on this thread while a
   // worker opens NVML.
   gpus.prefetch();
   for (auto& c : components) c->declare(readiness);
-  readiness.on_ready([&] {
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
-    log->info("ready ms={}", ms.count());
-    notifier_->ready();
-    status.set_ready(true);
-  });
+  announce_when_ready(readiness, *notifier_, status, started);
   for (auto& c : components) {
     Component* raw = c.get();
     supervisor.spawn(raw->name(), [raw] { return raw->run(); }, raw->on_failure());
   }
   readiness.seal();
-  if (!readiness.ready()) {
-    std::string waiting;
-    for (const auto& p : readiness.pending()) waiting += (waiting.empty() ? "" : ", ") + p;
-    notifier_->status("waiting for: " + waiting);
-  }
+  if (!readiness.ready()) announce_waiting(readiness, *notifier_);
 
   io.run();
   workers.join();
