@@ -155,14 +155,18 @@ class FakePciHost:
     def _bind(self, bdf, driver):
         ddir = self._dev_dir(bdf)
         drv = os.path.join(self.sys, "bus", "pci", "drivers", driver)
-        _symlink(os.path.relpath(drv, ddir), os.path.join(ddir, "driver"))
-        _symlink(os.path.relpath(ddir, drv), os.path.join(drv, bdf))
+        # As the kernel does it: vfio-pci's probe makes the group and cdev nodes, and the `driver` link
+        # appears once the probe has returned, so whoever waits for the link finds the nodes there.
+        # The cdev's node comes before its sysfs entry (devtmpfs makes it in device_add, which the agent
+        # waits for through vfio-dev/), and both before the group node and the link.
         if driver == "vfio-pci":
-            _write(os.path.join(self.root, "dev", "vfio", str(self.devices[bdf]["group"])), "")
             if self.iommufd:  # the device's cdev, /dev/vfio/devices/vfio<n>
                 cdev = f"vfio{list(self.devices).index(bdf)}"
-                os.makedirs(os.path.join(ddir, "vfio-dev", cdev), exist_ok=True)
                 _write(os.path.join(self.root, "dev", "vfio", "devices", cdev), "")
+                os.makedirs(os.path.join(ddir, "vfio-dev", cdev), exist_ok=True)
+            _write(os.path.join(self.root, "dev", "vfio", str(self.devices[bdf]["group"])), "")
+        _symlink(os.path.relpath(drv, ddir), os.path.join(ddir, "driver"))
+        _symlink(os.path.relpath(ddir, drv), os.path.join(drv, bdf))
 
     def _unbind(self, bdf):
         driver = self.driver(bdf)

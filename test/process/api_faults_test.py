@@ -15,6 +15,9 @@ from gpu_node import CD, GPU, SimulatedNode
 
 DEADLINE = 60.0
 SLICES = "resourceslices"
+# Collections the agent lists and then watches besides its slices: a test that expects silence waits
+# until each has its watch open.
+WATCHED = ("/computedomains", "/computedomaincliques")
 OUTAGE_S = float(os.environ.get("NVDRA_API_OUTAGE_S", "5"))
 
 
@@ -49,10 +52,17 @@ class ApiFaultMatrix(unittest.TestCase):
         self.assertTrue(self.baseline[GPU], self.baseline)
         # READY=1 follows the first publish; each driver's watch may open a moment later. A test that
         # clears the request log and then expects silence must not catch that opening.
+        # The same holds for the ComputeDomain and ComputeDomainClique watches: each collection listed
+        # has its watch open after its last list (the clique watch opens with its own reflector).
         def watching(log):
             queries = [r.get("query", {}) for r in log if r["path"].endswith("/" + SLICES)]
             opened = [q.get("fieldSelector", "") for q in queries if q.get("watch") in ("1", "true")]
-            return all(any(f"spec.driver={d}" in f for f in opened) for d in (GPU, CD))
+            slices = all(any(f"spec.driver={d}" in f for f in opened) for d in (GPU, CD))
+            watched = {}
+            for r in log:
+                if r["method"] == "GET" and r["path"].endswith(WATCHED):
+                    watched[r["path"]] = r.get("query", {}).get("watch") in ("1", "true")
+            return slices and all(watched.values())
         self.api.wait_for_requests(watching, DEADLINE)
 
     def contents(self):
