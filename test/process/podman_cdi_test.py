@@ -199,6 +199,23 @@ class PodmanCdi(unittest.TestCase):
         self.assertEqual([n["path"] for n in edits["deviceNodes"]], ["/dev/nvidia-caps-imex-channels/channel0"])
         self.assertEqual(node.plugins[CD].unprepare([claim]), {claim.uid: ""})
 
+    def test_driver_managed_daemon_claim_starts_in_podman(self):
+        # Upstream's default IMEX mode: the daemon claim's ids name its claim spec and the node-wide
+        # device_base spec (device=all, upstream's management nodes); podman resolves both.
+        node = self.node(profile="gb200-nvl", args=["--controller=false"])
+        domain = node.api.put_object({
+            "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+            "metadata": {"name": "train-b", "namespace": "default"},
+            "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": "train-b-channel"}}}})["metadata"]["uid"]
+        claim = node.allocate("daemon", [("daemon", "daemon-0")],
+                              [([], {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomainDaemonConfig",
+                                     "domainID": domain})], driver=CD)
+        ids = self.prepared_ids(node.plugins[CD], [claim])
+        result = self.podman.apply(node.dirs.cdi, ids)["daemon"]
+        edits = self.assert_applied(node, "daemon", ids["daemon"], result)
+        self.assertIn(f"COMPUTE_DOMAIN_UUID={domain}", edits["env"])
+        self.assertEqual(node.plugins[CD].unprepare([claim]), {claim.uid: ""})
+
     def assert_vfio_applied(self, node, name, ids, result, host_devices, nodes):
         """The claim's container has exactly `nodes` of the VFIO nodes, as the host's character devices."""
         edits = self.assert_applied(node, name, ids, result)
