@@ -1,7 +1,6 @@
 #include "agent/app.hpp"
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
@@ -17,6 +16,7 @@
 #include "agent/metrics/metrics_component.hpp"
 #include "agent/health/health_component.hpp"
 #include "agent/runtime/readiness.hpp"
+#include "agent/runtime/stop_signals.hpp"
 #include "agent/runtime/supervisor.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "agent/status/agent_status.hpp"
@@ -117,8 +117,9 @@ int App::run() {
   RunContext ctx{io.get_executor(), workers, readiness, *notifier_, options_, status, bus, gpus, server_facts, metrics};
   supervisor.on_deadline([&io] { io.stop(); });
 
-  // Signals first: from here on SIGTERM means a clean stop, so STATUS=starting may announce it.
-  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  // Signals first: from here on SIGTERM means a clean stop, so STATUS=starting may announce it
+  // (main() blocked them before any thread; one that came earlier waits in the signalfd).
+  runtime::StopSignals signals(io.get_executor());
   notifier_->status("starting");
   log->info("starting node={} drivers={} gates={}", options_.node_name, options_.drivers.size(),
             options_.gates.describe());
@@ -126,7 +127,7 @@ int App::run() {
   supervisor.spawn(
       "signals",
       [&]() -> asio::awaitable<void> {
-        const int sig = co_await signals.async_wait(asio::use_awaitable);
+        const int sig = co_await signals.wait();
         log->info("signal={} received, shutting down", ::strsignal(sig));
         notifier_->stopping();
         supervisor.stop();

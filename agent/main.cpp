@@ -11,6 +11,7 @@
 #include "agent/devices_command.hpp"
 #include "agent/config/loader.hpp"
 #include "agent/runtime/logging.hpp"
+#include "agent/runtime/stop_signals.hpp"
 #include "agent/systemd/notifier.hpp"
 
 int main(int argc, char** argv) {
@@ -41,6 +42,9 @@ int main(int argc, char** argv) {
   if (inv->action == nvdra::config::Invocation::Action::kDevices) {
     return nvdra::run_devices_command(options, inv->devices_output_format, stdout, stderr);
   }
+  // Before the App starts any thread (gRPC's, the worker pool): every thread inherits the mask, and
+  // the loop alone reads the stop signals (StopSignals). Not earlier: `devices` keeps Ctrl-C.
+  nvdra::runtime::block_stop_signals();
   try {
     nvdra::App app(options, nvdra::systemd::make_sd_notifier());
     return app.run();

@@ -8,8 +8,8 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <cstdio>
 #include <optional>
 
@@ -20,6 +20,7 @@
 #include "agent/base/log.hpp"
 #include "agent/metrics/metrics_server.hpp"
 #include "agent/runtime/logging.hpp"
+#include "agent/runtime/stop_signals.hpp"
 
 #ifndef NVDRA_VERSION
 #error "NVDRA_VERSION must be defined by the build"
@@ -62,13 +63,16 @@ int serve(const Flags& flags, const claims::ConfigGates& gates) {
   asio::co_spawn(io, server->run(), asio::bind_cancellation_slot(stop_server.slot(), [](std::exception_ptr) {}));
   if (scrape)
     asio::co_spawn(io, scrape->run(), asio::bind_cancellation_slot(stop_scrape.slot(), [](std::exception_ptr) {}));
-  asio::signal_set signals(io, SIGTERM, SIGINT);
-  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
-    if (ec) return;
-    log->info("signal {}: stopping", sig);
-    stop_server.emit(asio::cancellation_type::all);
-    stop_scrape.emit(asio::cancellation_type::all);
-  });
+  runtime::StopSignals signals(io.get_executor());
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        const int sig = co_await signals.wait();
+        log->info("signal {}: stopping", sig);
+        stop_server.emit(asio::cancellation_type::all);
+        stop_scrape.emit(asio::cancellation_type::all);
+      },
+      asio::detached);
   log->info("listening on port {} (TLS), /validate-resource-claim-parameters and /readyz{}",
             server->local_endpoint().port(),
             scrape ? ", metrics on port " + std::to_string(scrape->local_endpoint().port()) : std::string());
@@ -115,5 +119,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "nvdra-webhook: --feature-gates: %s\n", gates.error().message.c_str());
     return 2;
   }
+  runtime::block_stop_signals();  // before any thread: the loop alone reads them (StopSignals)
   return serve(flags, *gates);
 }

@@ -52,6 +52,22 @@ class Lifecycle(unittest.TestCase):
             notify.close()
             self.assertEqual(code, 0, f"attempt {attempt}: {err}")
 
+    def test_every_thread_leaves_the_stop_signals_to_the_loop(self):
+        # A handler may run on any thread that does not block the signal; one parked in a library's
+        # futex (gRPC's pools) under ThreadSanitizer never runs it. Every thread blocks them and the
+        # loop reads them from a signalfd.
+        proc = self.start()
+        stop_bits = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1)) | (1 << (signal.SIGHUP - 1))
+        tasks = os.listdir(f"/proc/{proc.pid}/task")
+        self.assertGreater(len(tasks), 4, "expected the worker pool and gRPC's threads")
+        for tid in tasks:
+            with open(f"/proc/{proc.pid}/task/{tid}/status") as f:
+                fields = dict(line.split(":\t", 1) for line in f.read().splitlines() if ":\t" in line)
+            self.assertEqual(int(fields["SigBlk"], 16) & stop_bits, stop_bits,
+                             f"thread {tid} ({fields['Name']}) lets a stop signal in")
+        code, _, err = stop_agent(proc, signal.SIGHUP)
+        self.assertEqual(code, 0, err)
+
     def test_sigint_also_exits_zero(self):
         proc = self.start()
         self.notify.wait_for("STATUS=")

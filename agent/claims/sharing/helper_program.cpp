@@ -11,6 +11,8 @@
 #include <cstring>
 #include <map>
 
+#include "agent/runtime/stop_signals.hpp"
+
 extern char** environ;
 
 namespace nvdra::claims {
@@ -112,7 +114,11 @@ Status run_helper_program(const HelperProgram& program) {
   env_c.push_back(nullptr);
 
   pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, argv_c[0], &actions, nullptr, argv_c.data(), env_c.data());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  runtime::spawn_signal_defaults(attr);  // the agent blocks its stop signals and ignores SIGPIPE
+  int rc = ::posix_spawn(&pid, argv_c[0], &actions, &attr, argv_c.data(), env_c.data());
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   in_r.close();
   err_w.close();
