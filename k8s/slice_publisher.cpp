@@ -88,16 +88,18 @@ void SlicePublisher::note_dropped(const SliceObject& sent, const std::string& st
 }
 
 awaitable<void> SlicePublisher::run() {
-  ReflectorOptions ro;
-  ro.field_selector = "spec.nodeName=" + options_.node_name + ",spec.driver=" + options_.driver;
-  ro.watch_timeout = options_.watch_timeout;
-  ro.backoff_base = options_.backoff_base;
-  ro.backoff_cap = options_.backoff_cap;
-  reflector_ = std::make_unique<Reflector>(ex_, api_, kResourceSlicesV1, ro, &signal_);
+  watch_ = options_.watch;
+  if (!watch_) {
+    watch_ = std::make_shared<SliceWatch>(
+        ex_, api_,
+        SliceWatchOptions{options_.node_name, options_.driver, options_.watch_timeout, options_.backoff_base,
+                          options_.backoff_cap});
+  }
+  watching_ = true;
   using namespace asio::experimental::awaitable_operators;
   // The slice LIST and WATCH need nothing from the bootstrap: they run alongside it, and the loop
   // writes once both have answered.
-  co_await (reflector_->run() || bootstrap_then_loop());
+  co_await (watch_->serve(signal_) || bootstrap_then_loop());
 }
 
 awaitable<void> SlicePublisher::bootstrap_then_loop() {
@@ -109,7 +111,7 @@ awaitable<void> SlicePublisher::loop() {
   Backoff backoff(options_.backoff_base, options_.backoff_cap);
   int conflicts_in_a_row = 0;
   for (;;) {
-    if (!desired_ || !reflector_->synced()) {
+    if (!desired_ || !watch_->reflector().synced()) {
       co_await signal_.wait();
       continue;
     }
@@ -141,9 +143,10 @@ awaitable<void> SlicePublisher::refresh(std::string name) {
   key.name = name;
   auto fresh = co_await api_->get(kResourceSlicesV1, key);
   if (fresh) {
-    if (auto meta = read_object_meta(*fresh)) reflector_->apply_local(name, meta->resource_version, std::move(*fresh));
+    if (auto meta = read_object_meta(*fresh))
+      watch_->reflector().apply_local(name, meta->resource_version, std::move(*fresh));
   } else if (fresh.error().not_found()) {
-    reflector_->erase_local(name, reflector_->last_resource_version());
+    watch_->reflector().erase_local(name, watch_->reflector().last_resource_version());
   }
 }
 
@@ -151,12 +154,14 @@ awaitable<SlicePublisher::Outcome> SlicePublisher::reconcile_once() {
   ++stats_.reconciles;
   auto log = nvdra::logger("k8s");
   std::vector<SliceObject> actual;
-  for (const auto& [key, entry] : reflector_->objects()) {
+  for (const auto& [key, entry] : watch_->reflector().objects()) {
     auto slice = decode_slice(entry.json);
+    // The shared watch holds every driver's slices on the node: this publisher keeps to its own.
+    if (slice ? slice->driver != options_.driver : SliceWatch::driver_of(entry.json) != options_.driver) continue;
     if (slice) {
       actual.push_back(std::move(*slice));
     } else {
-      // Unreadable but ours by selector: plan_writes removes it as a stale slice.
+      // Unreadable but ours (spec.driver): plan_writes removes it as a stale slice.
       log->warn("driver={} {}; it will be replaced", options_.driver, slice.error().describe());
       SliceObject stale;
       if (auto meta = read_object_meta(entry.json)) {
@@ -189,7 +194,7 @@ awaitable<SlicePublisher::Outcome> SlicePublisher::reconcile_once() {
     auto res = co_await api_->remove(kResourceSlicesV1, key, pre);
     if (res || res.error().not_found()) {
       ++stats_.deletes;
-      reflector_->erase_local(s.name, s.resource_version);
+      watch_->reflector().erase_local(s.name, s.resource_version);
       continue;
     }
     if (res.error().conflict()) {
@@ -206,7 +211,8 @@ awaitable<SlicePublisher::Outcome> SlicePublisher::reconcile_once() {
     if (res) {
       ++stats_.updates;
       note_dropped(s, *res);
-      if (auto meta = read_object_meta(*res)) reflector_->apply_local(s.name, meta->resource_version, std::move(*res));
+      if (auto meta = read_object_meta(*res))
+        watch_->reflector().apply_local(s.name, meta->resource_version, std::move(*res));
       continue;
     }
     if (res.error().conflict() || res.error().not_found()) {
@@ -221,7 +227,8 @@ awaitable<SlicePublisher::Outcome> SlicePublisher::reconcile_once() {
     if (!res) co_return failed("create", s.generate_name + "*", res.error());
     ++stats_.creates;
     note_dropped(s, *res);
-    if (auto meta = read_object_meta(*res)) reflector_->apply_local(meta->name, meta->resource_version, std::move(*res));
+    if (auto meta = read_object_meta(*res))
+      watch_->reflector().apply_local(meta->name, meta->resource_version, std::move(*res));
   }
   co_return Outcome::kProgress;
 }

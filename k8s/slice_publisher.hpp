@@ -4,7 +4,8 @@
 //  * pool = node name, spec.nodeName = node, ownerReference = the Node (controller), names
 //    generated as "<index>-<driver>-<node>-" and matched by index as upstream's controller does
 //    (slice_names.hpp); per-slice device limits respected (slice_plan.hpp);
-//  * actual state comes from a watch with field selector spec.nodeName=<node>,spec.driver=<driver>;
+//  * actual state comes from a watch of the node's slices (slice_watch.hpp): the agent's drivers
+//    share one (spec.nodeName=<node>); alone, a publisher watches spec.nodeName=<node>,spec.driver=<driver>;
 //  * only differences are written (zero writes when the stored slices are already right), deleted
 //    slices are recreated, stale ones removed; 409 → fresh state, then retried; other failures →
 //    capped exponential backoff with jitter.
@@ -29,6 +30,7 @@
 #include "k8s/server_facts.hpp"
 #include "k8s/server_features.hpp"
 #include "k8s/slice_plan.hpp"
+#include "k8s/slice_watch.hpp"
 
 namespace nvdra::k8s {
 
@@ -44,6 +46,8 @@ struct PublisherOptions {
   std::chrono::seconds watch_timeout{300};
   // Shared with the other drivers' publishers (one lookup for all); null: the publisher asks itself.
   std::shared_ptr<ServerFacts> facts;
+  // Shared with the other drivers' publishers (one watch for all); null: a watch of this driver's own.
+  std::shared_ptr<SliceWatch> watch;
 };
 
 class SlicePublisher {
@@ -76,7 +80,7 @@ class SlicePublisher {
   const std::optional<SliceRules>& rules() const { return options_.rules; }
   const Stats& stats() const { return stats_; }
   // Watch statistics (lists, relists, resumes); null before run() started watching.
-  const Reflector::Stats* watch_stats() const { return reflector_ ? &reflector_->stats() : nullptr; }
+  const Reflector::Stats* watch_stats() const { return watching_ ? &watch_->reflector().stats() : nullptr; }
 
  private:
   enum class Outcome { kConverged, kProgress, kConflict, kFailed };
@@ -94,7 +98,8 @@ class SlicePublisher {
   PublisherOptions options_;
   ChangeSignal signal_;
   boost::asio::steady_timer converged_timer_;
-  std::unique_ptr<Reflector> reflector_;
+  std::shared_ptr<SliceWatch> watch_;
+  bool watching_ = false;
   std::optional<DriverResources> desired_;
   std::optional<ServerVersion> version_;
   std::string node_uid_;

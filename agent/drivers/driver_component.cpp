@@ -152,6 +152,7 @@ boost::asio::awaitable<void> DriverComponent::serve() {
   // and its slice LIST/WATCH overlap the backend's start, and it writes nothing before set_desired().
   k8s::PublisherOptions publishing{name(), ctx_.options.node_name};
   publishing.facts = ctx_.server_facts.get(ctx_.executor, api);
+  publishing.watch = ctx_.server_facts.slices(ctx_.executor, api);
   publisher_ = std::make_unique<k8s::SlicePublisher>(ctx_.executor, std::move(api), std::move(publishing));
   publisher_->on_converged([this] {
     ctx_.readiness.satisfy(published_condition(kind_));

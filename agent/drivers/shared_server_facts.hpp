@@ -1,7 +1,8 @@
 #pragma once
-// SharedServerFacts — one k8s::ServerFacts for every driver's slice publisher. The drivers start
-// together and ask the same server the same questions (/version, the Node, the OpenAPI document):
-// asked once, answered to both. Made with the API client of the first driver that asks.
+// SharedServerFacts — what every driver's slice publisher shares: one k8s::ServerFacts (the drivers
+// start together and ask the same server the same questions: /version, the Node, the OpenAPI
+// document; asked once, answered to both) and one watch of the node's ResourceSlices (one watch
+// held per node, not one per driver). Each is made with the API client of the first driver that asks.
 // io_context thread only.
 #include <boost/asio/any_io_executor.hpp>
 
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "k8s/server_facts.hpp"
+#include "k8s/slice_watch.hpp"
 
 namespace nvdra::drivers {
 
@@ -29,9 +31,15 @@ class SharedServerFacts {
     return facts_;
   }
 
+  std::shared_ptr<k8s::SliceWatch> slices(boost::asio::any_io_executor ex, std::shared_ptr<k8s::ApiServer> api) {
+    if (!slices_) slices_ = std::make_shared<k8s::SliceWatch>(std::move(ex), std::move(api), k8s::SliceWatchOptions{node_name_});
+    return slices_;
+  }
+
  private:
   std::string node_name_;
   std::shared_ptr<k8s::ServerFacts> facts_;
+  std::shared_ptr<k8s::SliceWatch> slices_;
 };
 
 }  // namespace nvdra::drivers

@@ -64,9 +64,11 @@ class DoubleTest : public ::testing::Test {
   }
   std::shared_ptr<HttpsApiServer> make_api() { return make_api(double_->client_config()); }
 
-  std::unique_ptr<SlicePublisher> make_publisher(std::shared_ptr<ApiServer> api, std::string driver = "gpu.nvidia.com") {
+  std::unique_ptr<SlicePublisher> make_publisher(std::shared_ptr<ApiServer> api, std::string driver = "gpu.nvidia.com",
+                                                 std::shared_ptr<SliceWatch> watch = nullptr) {
     PublisherOptions o;
     o.driver = std::move(driver);
+    o.watch = std::move(watch);
     o.node_name = "node1";
     o.backoff_base = std::chrono::milliseconds(50);
     o.backoff_cap = std::chrono::milliseconds(1000);
