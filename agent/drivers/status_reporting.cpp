@@ -42,13 +42,15 @@ std::vector<sb::DeviceStatus> device_rows(const std::string& driver, const std::
   return rows;
 }
 
+sb::ClaimStatus claim_row(const std::string& driver, const std::string& uid, const claims::CheckpointedClaim& claim) {
+  sb::ClaimStatus row{uid, claim.ns, claim.name, driver, std::string(claims::to_string(claim.state)), {}};
+  collect_device_names(claim.prepared_devices, row.devices);
+  return row;
+}
+
 std::vector<sb::ClaimStatus> claim_rows(const std::string& driver, const claims::Checkpoint& checkpoint) {
   std::vector<sb::ClaimStatus> rows;
-  for (const auto& [uid, claim] : checkpoint.claims) {
-    sb::ClaimStatus row{uid, claim.ns, claim.name, driver, std::string(claims::to_string(claim.state)), {}};
-    collect_device_names(claim.prepared_devices, row.devices);
-    rows.push_back(std::move(row));
-  }
+  for (const auto& [uid, claim] : checkpoint.claims) rows.push_back(claim_row(driver, uid, claim));
   return rows;
 }
 
@@ -63,32 +65,64 @@ StatusReportingHandler::StatusReportingHandler(boost::asio::any_io_executor ex, 
 
 StatusReportingHandler::~StatusReportingHandler() { *alive_ = false; }
 
-void StatusReportingHandler::schedule_refresh() {
+void StatusReportingHandler::schedule_refresh(const std::string& uid) {
+  touched_.insert(uid);
   if (refresh_pending_) return;
   refresh_pending_ = true;
   boost::asio::post(ex_, [this, alive = alive_] {
     if (!*alive) return;
     refresh_pending_ = false;
-    refresh();
+    refresh_touched();
   });
 }
 
 void StatusReportingHandler::refresh() {
-  if (const auto* cp = checkpoint_()) status_.set_claims(driver_, claim_rows(driver_, *cp));
+  touched_.clear();
+  rows_.clear();
+  rows_known_ = false;
+  const auto* cp = checkpoint_();
+  if (!cp) return;
+  for (const auto& [uid, claim] : cp->claims) rows_.emplace(uid, claim_row(driver_, uid, claim));
+  rows_known_ = true;
+  publish();
+}
+
+// Only the rows of the claims the calls touched are read again from the checkpoint: with 1,000
+// claims prepared, rebuilding every row after each prepare was a third of the loop's time. A
+// count that no longer matches (a claim changed outside these calls) falls back to every row.
+void StatusReportingHandler::refresh_touched() {
+  const auto* cp = checkpoint_();
+  if (!rows_known_ || !cp) return refresh();
+  for (const auto& uid : touched_) {
+    if (auto it = cp->claims.find(uid); it != cp->claims.end())
+      rows_.insert_or_assign(uid, claim_row(driver_, uid, it->second));
+    else
+      rows_.erase(uid);
+  }
+  touched_.clear();
+  if (rows_.size() != cp->claims.size()) return refresh();
+  publish();
+}
+
+void StatusReportingHandler::publish() {
+  std::vector<sb::ClaimStatus> rows;
+  rows.reserve(rows_.size());
+  for (const auto& [uid, row] : rows_) rows.push_back(row);
+  status_.set_claims(driver_, std::move(rows));
 }
 
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> StatusReportingHandler::prepare(
     kubelet::ClaimRef claim) {
   auto result = co_await inner_.prepare(claim);
   if (!result) status_.record_error(driver_, "prepare " + claim.describe() + ": " + result.error().describe());
-  schedule_refresh();
+  schedule_refresh(claim.uid);
   co_return result;
 }
 
 boost::asio::awaitable<Status> StatusReportingHandler::unprepare(kubelet::ClaimRef claim) {
   auto result = co_await inner_.unprepare(claim);
   if (!result) status_.record_error(driver_, "unprepare " + claim.describe() + ": " + result.error().describe());
-  schedule_refresh();
+  schedule_refresh(claim.uid);
   co_return result;
 }
 

@@ -5,6 +5,8 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <functional>
+#include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,11 +37,16 @@ class StatusReportingHandler final : public kubelet::ClaimHandler {
  private:
   // After a claim call: one refresh per loop turn, however many calls finished in it (a burst of
   // 64 prepares rebuilds the claim rows once, not 64 times).
-  void schedule_refresh();
+  void schedule_refresh(const std::string& uid);
+  void refresh_touched();
+  void publish();
 
   boost::asio::any_io_executor ex_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   bool refresh_pending_ = false;
+  std::set<std::string> touched_;                     // claims of the calls since the last refresh
+  std::map<std::string, systemd_bus::ClaimStatus> rows_;  // by UID, as the checkpoint orders them
+  bool rows_known_ = false;
   std::string driver_;
   kubelet::ClaimHandler& inner_;
   status::AgentStatus& status_;

@@ -177,6 +177,25 @@ json::value encode_claim_status(const ClaimAllocation& allocation) {
   return json::object{{"allocation", json::object{{"devices", std::move(devices)}}}};
 }
 
+namespace {
+std::string_view view_of(const json::value* v) { return v && v->is_string() ? std::string_view(v->as_string()) : std::string_view(); }
+}  // namespace
+
+std::vector<ResultView> result_views(const json::value& status) {
+  std::vector<ResultView> out;
+  const auto* allocation = member(status, "allocation");
+  const auto* devices = allocation ? member(*allocation, "devices") : nullptr;
+  const auto* results = devices ? member(*devices, "results") : nullptr;
+  if (!results || !results->is_array()) return out;
+  out.reserve(results->as_array().size());
+  for (const auto& r : results->as_array()) {
+    const auto* admin = member(r, "adminAccess");
+    out.push_back(ResultView{view_of(member(r, "driver")), view_of(member(r, "device")), view_of(member(r, "shareID")),
+                             admin && admin->is_bool() && admin->as_bool()});
+  }
+  return out;
+}
+
 Result<ClaimAllocation> decode_claim_status(const json::value& status, const std::string& uid) {
   ClaimAllocation out;
   out.uid = uid;

@@ -1,5 +1,7 @@
 #include "agent/claims/sharing/share_step.hpp"
 
+#include <algorithm>
+
 #include "agent/claims/claim/prepared_claim.hpp"
 #include "agent/claims/sharing/sharing_plan.hpp"
 
@@ -32,8 +34,19 @@ Status ShareStep::check(const Checkpoint& checkpoint, const std::string& uid, co
     if (plan && plan->kind == SharingKind::kMps)
       return make_error(ErrorCode::kFailedPrecondition, "MPS sharing is not supported when consumable shares is enabled");
   }
+  const bool any_held = std::any_of(mine.results.begin(), mine.results.end(), [](const AllocationResult& r) {
+    return r.driver == kGpuDriverName && !r.admin_access;
+  });
+  if (!any_held) return Status{};
   for (const auto& [other_uid, entry] : checkpoint.claims) {
     if (other_uid == uid) continue;
+    // Read in place first; the whole status (its configs) only for a claim on one of our devices.
+    const auto views = result_views(entry.status);
+    const bool overlaps = std::any_of(views.begin(), views.end(), [&](const ResultView& o) {
+      return o.driver == kGpuDriverName && !o.admin_access &&
+             std::any_of(mine.results.begin(), mine.results.end(), [&](const AllocationResult& r) { return r.device == o.device; });
+    });
+    if (!overlaps) continue;
     auto other = decode_claim_status(entry.status, other_uid);
     if (!other) continue;  // unreadable: that claim's own prepare/unprepare reports it
     std::optional<std::vector<std::optional<OpaqueConfig>>> other_configs;  // resolved on first overlap

@@ -41,12 +41,9 @@ std::string describe(const std::vector<GpuHolder>& holders) {
 // Device names of gpu.nvidia.com results per claim in the checkpoint (either state).
 std::map<std::string, std::vector<std::string>> held_devices(const Checkpoint& checkpoint) {
   std::map<std::string, std::vector<std::string>> out;
-  for (const auto& [uid, entry] : checkpoint.claims) {
-    auto status = decode_claim_status(entry.status, uid);
-    if (!status) continue;
-    for (const auto& r : status->results)
-      if (r.driver == kGpuDriverName) out[uid].push_back(r.device);
-  }
+  for (const auto& [uid, entry] : checkpoint.claims)
+    for (const auto& r : result_views(entry.status))
+      if (r.driver == kGpuDriverName) out[uid].emplace_back(r.device);
   return out;
 }
 
@@ -54,6 +51,12 @@ std::map<std::string, std::vector<std::string>> held_devices(const Checkpoint& c
 
 Status check_twins_free(const Checkpoint& checkpoint, const std::string& uid,
                         const std::vector<AllocationResult>& results, const GpuInventory& inventory) {
+  // Only a device with a twin (a GPU and its VFIO form) can collide this way: none, no look.
+  const bool any_twin = std::any_of(results.begin(), results.end(), [&](const AllocationResult& r) {
+    const auto* d = r.driver == kGpuDriverName ? inventory.find(r.device) : nullptr;
+    return d && !d->twin.empty();
+  });
+  if (!any_twin) return {};
   const auto held = held_devices(checkpoint);
   for (const auto& r : results) {
     if (r.driver != kGpuDriverName) continue;
