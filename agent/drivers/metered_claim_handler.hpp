@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "agent/kubelet/claim_handler.hpp"
 
@@ -22,19 +23,36 @@ struct CheckpointCounts {
 };
 CheckpointCounts count_prepared(const claims::Checkpoint& checkpoint);
 
+// One claim's share of those counts (nothing unless PrepareCompleted), and running totals of them.
+struct ClaimCounts {
+  std::map<std::string, int64_t> devices_by_type;
+  std::vector<std::string> daemons;
+};
+struct RunningCounts {
+  std::map<std::string, int64_t> by_type;  // no zero entries: as count_prepared leaves them out
+  std::map<std::string, int64_t> daemons;  // MPS daemon ID -> claims holding it
+  void add(const ClaimCounts& c, int sign);
+};
+
 class MeteredClaimHandler final : public kubelet::ClaimHandler {
  public:
   MeteredClaimHandler(std::string driver, kubelet::ClaimHandler& inner, metrics::Metrics& metrics,
                       std::function<const claims::Checkpoint*()> checkpoint);
   boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare(kubelet::ClaimRef claim) override;
   boost::asio::awaitable<Status> unprepare(kubelet::ClaimRef claim) override;
-  void refresh();  // the checkpoint gauges, now
+  void refresh();                        // the checkpoint gauges, counting every claim
+  void refresh(const std::string& uid);  // after a call on claim `uid`: that claim counted again
 
  private:
+  void publish();
+
   std::string driver_;
   kubelet::ClaimHandler& inner_;
   metrics::Metrics& metrics_;
   std::function<const claims::Checkpoint*()> checkpoint_;
+  std::map<std::string, ClaimCounts> per_claim_;  // by UID: every claim of the checkpoint
+  RunningCounts totals_;
+  bool known_ = false;
 };
 
 }  // namespace nvdra::drivers

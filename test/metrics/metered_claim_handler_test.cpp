@@ -86,5 +86,32 @@ TEST(MeteredClaimHandler, CountsRequestsErrorsAndPreparedDevices) {
   EXPECT_EQ(sample(page, gpus), "0");
 }
 
+TEST(MeteredClaimHandler, EachCallCountsItsClaimAgainAndAnOutsideChangeCountsEverything) {
+  boost::asio::io_context io;
+  claims::Checkpoint cp;
+  cp.claims["old"] = claim(claims::ClaimState::kPrepareCompleted, kGpuAndMig);  // before the start
+  FakeHandler inner;
+  inner.cp = &cp;
+  metrics::Metrics m("node-a", "v", {"gpu.nvidia.com"});
+  MeteredClaimHandler h("gpu.nvidia.com", inner, m, [&cp] { return &cp; });
+  h.refresh();
+  const std::string gpus = "nvidia_dra_prepared_devices{device_type=\"gpu\",driver=\"gpu.nvidia.com\",node=\"node-a\"}";
+  const std::string daemons = "nvdra_mps_control_daemons{driver=\"gpu.nvidia.com\"}";
+  EXPECT_EQ(sample(m.render(), gpus), "1");
+  EXPECT_EQ(sample(m.render(), daemons), "1");
+  EXPECT_TRUE(testing::run_awaitable(io, h.prepare({"ns", "a", "uid-a"})).ok());
+  EXPECT_EQ(sample(m.render(), gpus), "2");
+  // Two claims on one MPS daemon count it once; the last to go takes it.
+  cp.claims["besides"] = claim(claims::ClaimState::kPrepareCompleted, kGpuAndMig);  // not through a call
+  EXPECT_TRUE(testing::run_awaitable(io, h.unprepare({"ns", "a", "uid-a"})).ok());
+  EXPECT_EQ(sample(m.render(), gpus), "2") << "the claim added besides is counted";
+  EXPECT_EQ(sample(m.render(), daemons), "1");
+  cp.claims.erase("besides");
+  cp.claims.erase("old");
+  EXPECT_TRUE(testing::run_awaitable(io, h.unprepare({"ns", "x", "old"})).ok());
+  EXPECT_EQ(sample(m.render(), gpus), "0");
+  EXPECT_EQ(sample(m.render(), daemons), "0");
+}
+
 }  // namespace
 }  // namespace nvdra::drivers
