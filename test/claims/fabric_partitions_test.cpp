@@ -68,6 +68,18 @@ TEST_F(FabricPartitionsTest, APartitionTwoClaimsHoldStaysActiveUntilTheLastLetsG
   EXPECT_TRUE(fake_->active().empty());
 }
 
+TEST_F(FabricPartitionsTest, EveryOverlapIsNamedInPartitionOrderWhateverTheClaimsAreCalled) {
+  ASSERT_TRUE(prepare("z", gpus({1, 2, 3, 4})));  // partition 1
+  ASSERT_TRUE(prepare("a", gpus({5, 6, 7, 8})));  // partition 2
+  FabricTopologyConfig manual{"Manual", std::nullopt, "BareMetal", {}, {}, {"0"}};
+  auto st = prepare("b", gpus({1, 5}), manual);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message,
+            "fabric partition 0 [1 2 3 4 5 6 7 8] overlaps partition 1 [1 2 3 4], which prepared claim z holds active, "
+            "and partition 2 [5 6 7 8], which prepared claim a holds active; Fabric Manager cannot activate them "
+            "together");
+}
+
 TEST_F(FabricPartitionsTest, AnOverlappingClaimFailsAloneBeforeFmIsAsked) {
   ASSERT_TRUE(prepare("a", gpus({1, 2, 3, 4})));
   FabricTopologyConfig manual{"Manual", std::nullopt, "BareMetal", {}, {}, {"0"}};

@@ -109,6 +109,28 @@ const fm::Partition* FabricPartitions::partition(unsigned id) const {
   return nullptr;
 }
 
+// Every held partition that `id` overlaps, named with its claim, in partition then claim order (two
+// claims prepared together may each hold one: the answer must not depend on which came first); "" if none.
+std::string FabricPartitions::overlaps_held(const std::string& uid, unsigned id, bool activate) const {
+  const auto* a = partition(id);
+  std::vector<std::pair<unsigned, std::string>> found;  // (held partition, what holds it)
+  for (const auto& [other, held] : held_) {
+    if (other == uid || !a) continue;
+    for (unsigned h : held.partitions) {
+      const auto* b = partition(h);
+      if (!b || !a->overlaps(*b) || (h == id && held.activate == activate)) continue;
+      found.emplace_back(h, "partition " + std::to_string(h) + " " + module_set(b->module_ids()) +
+                                ", which prepared claim " + other +
+                                (held.activate ? " holds active" : " holds for its guest (FullPassthrough)"));
+    }
+  }
+  std::sort(found.begin(), found.end());
+  std::string out;
+  for (const auto& [h, text] : found) out += (out.empty() ? "" : ", and ") + text;
+  if (!out.empty()) out += found.size() == 1 ? "; Fabric Manager cannot activate both" : "; Fabric Manager cannot activate them together";
+  return out;
+}
+
 Result<FabricPlan> FabricPartitions::plan(const std::string& uid, const std::vector<std::string>& gpu_uuids,
                                           const std::optional<FabricTopologyConfig>& config) const {
   FabricRequest req;
@@ -124,19 +146,11 @@ Result<FabricPlan> FabricPartitions::plan(const std::string& uid, const std::vec
   // activation, or activate over a partition a guest owns (FullPassthrough); say so before anything
   // is recorded, for this claim only. The same partition may be shared by claims of one kind.
   for (unsigned id : plan->partitions)
-    for (const auto& [other, held] : held_) {
-      if (other == uid) continue;
-      for (unsigned h : held.partitions) {
-        const auto *a = partition(id), *b = partition(h);
-        if (!a || !b || !a->overlaps(*b) || (h == id && held.activate == plan->activate)) continue;
-        return Error{ErrorCode::kFailedPrecondition,
-                     "fabric partition " + std::to_string(id) + " " + module_set(a->module_ids()) + " overlaps partition " +
-                         std::to_string(h) + " " + module_set(b->module_ids()) + ", which prepared claim " + other +
-                         (held.activate ? " holds active" : " holds for its guest (FullPassthrough)") +
-                         "; Fabric Manager cannot activate both",
-                     {}, config ? "fabricTopologyConfig" : ""};
-      }
-    }
+    if (auto clash = overlaps_held(uid, id, plan->activate); !clash.empty())
+      return Error{ErrorCode::kFailedPrecondition,
+                   "fabric partition " + std::to_string(id) + " " + module_set(partition(id)->module_ids()) +
+                       " overlaps " + clash,
+                   {}, config ? "fabricTopologyConfig" : ""};
   return plan;
 }
 

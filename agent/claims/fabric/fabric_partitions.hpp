@@ -100,6 +100,7 @@ class FabricPartitions {
   boost::asio::awaitable<void> retry(FmOpener open, OnConnected on_connected);
   bool held_elsewhere(unsigned id, const std::string& uid) const;  // by another activating plan
   const fm::Partition* partition(unsigned id) const;
+  std::string overlaps_held(const std::string& uid, unsigned id, bool activate) const;
 
   FabricSession session_;
   FabricGates gates_;
