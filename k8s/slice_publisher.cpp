@@ -155,9 +155,10 @@ awaitable<SlicePublisher::Outcome> SlicePublisher::reconcile_once() {
   auto log = nvdra::logger("k8s");
   std::vector<SliceObject> actual;
   for (const auto& [key, entry] : watch_->reflector().objects()) {
+    // The shared watch holds every driver's slices on the node: this publisher keeps to its own,
+    // and decodes only those.
+    if (SliceWatch::driver_of(entry.json) != options_.driver) continue;
     auto slice = decode_slice(entry.json);
-    // The shared watch holds every driver's slices on the node: this publisher keeps to its own.
-    if (slice ? slice->driver != options_.driver : SliceWatch::driver_of(entry.json) != options_.driver) continue;
     if (slice) {
       actual.push_back(std::move(*slice));
     } else {

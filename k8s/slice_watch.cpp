@@ -72,7 +72,7 @@ asio::awaitable<void> SliceWatch::serve(ChangeSignal& changed) {
 }
 
 std::string SliceWatch::driver_of(std::string_view json) {
-  simdjson::ondemand::parser parser;
+  thread_local simdjson::ondemand::parser parser;  // once per thread: a reconcile reads every slice
   simdjson::padded_string padded(json);
   simdjson::ondemand::document doc;
   simdjson::ondemand::object spec;

@@ -1,5 +1,6 @@
 #include "agent/drivers/metered_claim_handler.hpp"
 
+#include <array>
 #include <chrono>
 #include <exception>
 #include <set>
@@ -59,11 +60,15 @@ ClaimCounts count_claim(const claims::CheckpointedClaim& claim) {
   return counts;
 }
 
-CheckpointCounts count_prepared(const claims::Checkpoint& checkpoint) {
+namespace {
+
+// The counts of every claim together; a daemon that several claims share counts once.
+template <class Claims, class CountsOf>
+CheckpointCounts sum_counts(const Claims& claims, CountsOf counts_of) {
   CheckpointCounts counts;
   std::set<std::string> daemons;
-  for (const auto& [uid, claim] : checkpoint.claims) {
-    auto one = count_claim(claim);
+  for (const auto& [uid, claim] : claims) {
+    const ClaimCounts& one = counts_of(claim);
     for (const auto& [type, n] : one.devices_by_type) counts.devices_by_type[type] += n;
     daemons.insert(one.daemons.begin(), one.daemons.end());
   }
@@ -71,46 +76,40 @@ CheckpointCounts count_prepared(const claims::Checkpoint& checkpoint) {
   return counts;
 }
 
-void RunningCounts::add(const ClaimCounts& c, int sign) {
-  for (const auto& [type, n] : c.devices_by_type)
-    if ((by_type[type] += sign * n) == 0) by_type.erase(type);
-  for (const auto& id : c.daemons)
-    if ((daemons[id] += sign) == 0) daemons.erase(id);
+}  // namespace
+
+CheckpointCounts count_prepared(const claims::Checkpoint& checkpoint) {
+  return sum_counts(checkpoint.claims, [](const claims::CheckpointedClaim& c) { return count_claim(c); });
 }
 
 MeteredClaimHandler::MeteredClaimHandler(std::string driver, kubelet::ClaimHandler& inner, metrics::Metrics& metrics,
                                          std::function<const claims::Checkpoint*()> checkpoint)
-    : driver_(std::move(driver)), inner_(inner), metrics_(metrics), checkpoint_(std::move(checkpoint)) {}
+    : driver_(std::move(driver)),
+      inner_(inner),
+      metrics_(metrics),
+      checkpoint_(std::move(checkpoint)),
+      counts_([](const std::string&, const claims::CheckpointedClaim& c) { return count_claim(c); }) {}
 
 void MeteredClaimHandler::refresh() {
-  per_claim_.clear();
-  totals_ = RunningCounts{};
-  known_ = false;
   const auto* cp = checkpoint_();
-  if (!cp) return;
-  for (const auto& [uid, claim] : cp->claims) totals_.add(per_claim_[uid] = count_claim(claim), 1);
-  known_ = true;
+  if (!cp) return counts_.forget();
+  counts_.rebuild(*cp);
   publish();
 }
 
-// After one call only that claim is counted again: with 1,000 claims prepared, counting every one
-// after each call was a tenth of the loop's time. A claim count that no longer matches (the
-// checkpoint changed besides) counts everything again.
+// After one call only that claim is counted again (ClaimRowCache); the sum is over small cached
+// counts, not the checkpoint's JSON.
 void MeteredClaimHandler::refresh(const std::string& uid) {
   const auto* cp = checkpoint_();
-  if (!known_ || !cp) return refresh();
-  if (auto old = per_claim_.find(uid); old != per_claim_.end()) {
-    totals_.add(old->second, -1);
-    per_claim_.erase(old);
-  }
-  if (auto it = cp->claims.find(uid); it != cp->claims.end()) totals_.add(per_claim_[uid] = count_claim(it->second), 1);
-  if (per_claim_.size() != cp->claims.size()) return refresh();
+  if (!cp) return refresh();
+  counts_.update(*cp, std::array<std::string, 1>{uid});
   publish();
 }
 
 void MeteredClaimHandler::publish() {
-  metrics_.set_prepared_devices(driver_, totals_.by_type);
-  if (driver_ == config::kGpuDriverName) metrics_.set_mps_daemons(driver_, static_cast<int64_t>(totals_.daemons.size()));
+  const auto counts = sum_counts(counts_.rows(), [](const ClaimCounts& c) -> const ClaimCounts& { return c; });
+  metrics_.set_prepared_devices(driver_, counts.devices_by_type);
+  if (driver_ == config::kGpuDriverName) metrics_.set_mps_daemons(driver_, counts.mps_daemons);
 }
 
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> MeteredClaimHandler::prepare(

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "agent/drivers/claim_row_cache.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 
-namespace nvdra::claims { struct Checkpoint; }
 namespace nvdra::metrics { class Metrics; }
 
 namespace nvdra::drivers {
@@ -23,16 +23,12 @@ struct CheckpointCounts {
 };
 CheckpointCounts count_prepared(const claims::Checkpoint& checkpoint);
 
-// One claim's share of those counts (nothing unless PrepareCompleted), and running totals of them.
+// One claim's share of those counts: nothing unless PrepareCompleted.
 struct ClaimCounts {
   std::map<std::string, int64_t> devices_by_type;
   std::vector<std::string> daemons;
 };
-struct RunningCounts {
-  std::map<std::string, int64_t> by_type;  // no zero entries: as count_prepared leaves them out
-  std::map<std::string, int64_t> daemons;  // MPS daemon ID -> claims holding it
-  void add(const ClaimCounts& c, int sign);
-};
+ClaimCounts count_claim(const claims::CheckpointedClaim& claim);
 
 class MeteredClaimHandler final : public kubelet::ClaimHandler {
  public:
@@ -50,9 +46,7 @@ class MeteredClaimHandler final : public kubelet::ClaimHandler {
   kubelet::ClaimHandler& inner_;
   metrics::Metrics& metrics_;
   std::function<const claims::Checkpoint*()> checkpoint_;
-  std::map<std::string, ClaimCounts> per_claim_;  // by UID: every claim of the checkpoint
-  RunningCounts totals_;
-  bool known_ = false;
+  ClaimRowCache<ClaimCounts> counts_;
 };
 
 }  // namespace nvdra::drivers

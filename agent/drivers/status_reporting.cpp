@@ -42,17 +42,15 @@ std::vector<sb::DeviceStatus> device_rows(const std::string& driver, const std::
   return rows;
 }
 
+namespace {
+
 sb::ClaimStatus claim_row(const std::string& driver, const std::string& uid, const claims::CheckpointedClaim& claim) {
   sb::ClaimStatus row{uid, claim.ns, claim.name, driver, std::string(claims::to_string(claim.state)), {}};
   collect_device_names(claim.prepared_devices, row.devices);
   return row;
 }
 
-std::vector<sb::ClaimStatus> claim_rows(const std::string& driver, const claims::Checkpoint& checkpoint) {
-  std::vector<sb::ClaimStatus> rows;
-  for (const auto& [uid, claim] : checkpoint.claims) rows.push_back(claim_row(driver, uid, claim));
-  return rows;
-}
+}  // namespace
 
 StatusReportingHandler::StatusReportingHandler(boost::asio::any_io_executor ex, std::string driver,
                                                kubelet::ClaimHandler& inner, status::AgentStatus& status,
@@ -61,7 +59,10 @@ StatusReportingHandler::StatusReportingHandler(boost::asio::any_io_executor ex, 
       driver_(std::move(driver)),
       inner_(inner),
       status_(status),
-      checkpoint_(std::move(checkpoint)) {}
+      checkpoint_(std::move(checkpoint)),
+      rows_([driver = driver_](const std::string& uid, const claims::CheckpointedClaim& claim) {
+        return claim_row(driver, uid, claim);
+      }) {}
 
 StatusReportingHandler::~StatusReportingHandler() { *alive_ = false; }
 
@@ -78,36 +79,25 @@ void StatusReportingHandler::schedule_refresh(const std::string& uid) {
 
 void StatusReportingHandler::refresh() {
   touched_.clear();
-  rows_.clear();
-  rows_known_ = false;
   const auto* cp = checkpoint_();
-  if (!cp) return;
-  for (const auto& [uid, claim] : cp->claims) rows_.emplace(uid, claim_row(driver_, uid, claim));
-  rows_known_ = true;
+  if (!cp) return rows_.forget();
+  rows_.rebuild(*cp);
   publish();
 }
 
-// Only the rows of the claims the calls touched are read again from the checkpoint: with 1,000
-// claims prepared, rebuilding every row after each prepare was a third of the loop's time. A
-// count that no longer matches (a claim changed outside these calls) falls back to every row.
+// Only the rows of the claims the calls touched are read again (ClaimRowCache).
 void StatusReportingHandler::refresh_touched() {
   const auto* cp = checkpoint_();
-  if (!rows_known_ || !cp) return refresh();
-  for (const auto& uid : touched_) {
-    if (auto it = cp->claims.find(uid); it != cp->claims.end())
-      rows_.insert_or_assign(uid, claim_row(driver_, uid, it->second));
-    else
-      rows_.erase(uid);
-  }
+  if (!cp) return refresh();
+  rows_.update(*cp, touched_);
   touched_.clear();
-  if (rows_.size() != cp->claims.size()) return refresh();
   publish();
 }
 
 void StatusReportingHandler::publish() {
   std::vector<sb::ClaimStatus> rows;
-  rows.reserve(rows_.size());
-  for (const auto& [uid, row] : rows_) rows.push_back(row);
+  rows.reserve(rows_.rows().size());
+  for (const auto& [uid, row] : rows_.rows()) rows.push_back(row);
   status_.set_claims(driver_, std::move(rows));
 }
 

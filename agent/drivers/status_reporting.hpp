@@ -5,13 +5,13 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <functional>
-#include <map>
 #include <set>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "agent/base/device.hpp"
+#include "agent/drivers/claim_row_cache.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "agent/systemd_bus/status_snapshot.hpp"
 
@@ -22,7 +22,6 @@ namespace nvdra::drivers {
 
 std::vector<systemd_bus::DeviceStatus> device_rows(const std::string& driver,
                                                    const std::vector<PublishedDevice>& devices);
-std::vector<systemd_bus::ClaimStatus> claim_rows(const std::string& driver, const claims::Checkpoint& checkpoint);
 
 class StatusReportingHandler final : public kubelet::ClaimHandler {
  public:
@@ -44,13 +43,12 @@ class StatusReportingHandler final : public kubelet::ClaimHandler {
   boost::asio::any_io_executor ex_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   bool refresh_pending_ = false;
-  std::set<std::string> touched_;                     // claims of the calls since the last refresh
-  std::map<std::string, systemd_bus::ClaimStatus> rows_;  // by UID, as the checkpoint orders them
-  bool rows_known_ = false;
+  std::set<std::string> touched_;  // claims of the calls since the last refresh
   std::string driver_;
   kubelet::ClaimHandler& inner_;
   status::AgentStatus& status_;
   std::function<const claims::Checkpoint*()> checkpoint_;
+  ClaimRowCache<systemd_bus::ClaimStatus> rows_;
 };
 
 }  // namespace nvdra::drivers
