@@ -82,7 +82,7 @@ std::string status_text(const StatusSnapshot& s) {
 }
 
 template <class T>
-boost::json::array json_array(const std::vector<T>& items) {
+boost::json::array json_array(const T& items) {
   boost::json::array out;
   for (const auto& item : items) out.push_back(systemd_bus::to_json(item));
   return out;

@@ -44,10 +44,10 @@ std::vector<sb::DeviceStatus> device_rows(const std::string& driver, const std::
 
 namespace {
 
-sb::ClaimStatus claim_row(const std::string& driver, const std::string& uid, const claims::CheckpointedClaim& claim) {
+sb::ClaimRow claim_row(const std::string& driver, const std::string& uid, const claims::CheckpointedClaim& claim) {
   sb::ClaimStatus row{uid, claim.ns, claim.name, driver, std::string(claims::to_string(claim.state)), {}};
   collect_device_names(claim.prepared_devices, row.devices);
-  return row;
+  return std::make_shared<const sb::ClaimStatus>(std::move(row));
 }
 
 }  // namespace
@@ -95,10 +95,10 @@ void StatusReportingHandler::refresh_touched() {
 }
 
 void StatusReportingHandler::publish() {
-  std::vector<sb::ClaimStatus> rows;
+  sb::ClaimRows rows;  // the cached rows themselves, shared (claim_rows.hpp)
   rows.reserve(rows_.rows().size());
   for (const auto& [uid, row] : rows_.rows()) rows.push_back(row);
-  status_.set_claims(driver_, std::move(rows));
+  status_.set_claims(driver_, rows);
 }
 
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> StatusReportingHandler::prepare(

@@ -48,7 +48,7 @@ class StatusReportingHandler final : public kubelet::ClaimHandler {
   kubelet::ClaimHandler& inner_;
   status::AgentStatus& status_;
   std::function<const claims::Checkpoint*()> checkpoint_;
-  ClaimRowCache<systemd_bus::ClaimStatus> rows_;
+  ClaimRowCache<systemd_bus::ClaimRow> rows_;
 };
 
 }  // namespace nvdra::drivers

@@ -21,6 +21,18 @@ bool replace_for_driver(std::vector<T>& list, const std::string& driver, std::ve
   return true;
 }
 
+// The same for the shared claim rows: the other drivers' rows are kept by reference, not copied.
+bool replace_for_driver(sb::ClaimRows& list, const std::string& driver, const sb::ClaimRows& items) {
+  sb::ClaimRows next;
+  next.reserve(list.size() + items.size());
+  for (const auto& row : list.shared())
+    if (row->driver != driver) next.push_back(row);
+  for (const auto& row : items.shared()) next.push_back(row);
+  if (next == list) return false;
+  list = std::move(next);
+  return true;
+}
+
 }  // namespace
 
 AgentStatus::AgentStatus(std::string version, std::string node_name) {
@@ -50,8 +62,8 @@ void AgentStatus::set_devices(const std::string& driver, std::vector<sb::DeviceS
   if (replace_for_driver(snapshot_.devices, driver, std::move(devices))) changed();
 }
 
-void AgentStatus::set_claims(const std::string& driver, std::vector<sb::ClaimStatus> claims) {
-  if (replace_for_driver(snapshot_.claims, driver, std::move(claims))) changed();
+void AgentStatus::set_claims(const std::string& driver, const sb::ClaimRows& claims) {
+  if (replace_for_driver(snapshot_.claims, driver, claims)) changed();
 }
 
 void AgentStatus::set_imex(sb::ImexStatus imex) {

@@ -23,7 +23,7 @@ class AgentStatus {
   void set_driver(systemd_bus::DriverStatus driver);
   // Replaces every device / claim of `driver`.
   void set_devices(const std::string& driver, std::vector<systemd_bus::DeviceStatus> devices);
-  void set_claims(const std::string& driver, std::vector<systemd_bus::ClaimStatus> claims);
+  void set_claims(const std::string& driver, const systemd_bus::ClaimRows& claims);
   void set_imex(systemd_bus::ImexStatus imex);
   void set_fabric(systemd_bus::FabricStatus fabric);
   // Keeps the newest StatusSnapshot::kMaxErrors.

@@ -16,7 +16,7 @@ int append_strv(sd_bus_message* m, const std::vector<std::string>& items) {
 }
 
 template <class T, class Fn>
-int append_array(sd_bus_message* m, const char* element, const std::vector<T>& items, Fn fn) {
+int append_array(sd_bus_message* m, const char* element, const T& items, Fn fn) {
   int r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, element);
   for (size_t i = 0; r >= 0 && i < items.size(); ++i) r = fn(m, items[i]);
   return r < 0 ? r : sd_bus_message_close_container(m);
@@ -38,14 +38,14 @@ int append_error(sd_bus_message* m, const ErrorRecord& e) {
 
 // Reads an array of structs, one element at a time, with `read` consuming one struct's fields.
 template <class T, class Fn>
-Status read_array(Message& m, const char* element, std::vector<T>& out, Fn read) {
+Status read_array(Message& m, const char* element, T& out, Fn read) {
   std::string inner(element);
   inner = inner.substr(1, inner.size() - 2);  // "(ssbs)" -> "ssbs"
   if (auto st = m.enter_array(element); !st) return st;
   out.clear();
   while (!m.at_end()) {
     if (auto st = m.enter_struct(inner.c_str()); !st) return st;
-    T item;
+    typename T::value_type item;
     if (auto st = read(m, item); !st) return st;
     if (auto st = m.exit_container(); !st) return st;
     out.push_back(std::move(item));

@@ -7,7 +7,7 @@ namespace nvdra::systemd_bus {
 namespace {
 
 template <class T>
-boost::json::array array_of(const std::vector<T>& items) {
+boost::json::array array_of(const T& items) {
   boost::json::array out;
   for (const auto& item : items) out.push_back(to_json(item));
   return out;

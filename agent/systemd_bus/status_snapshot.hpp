@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/systemd_bus/claim_rows.hpp"
+
 namespace nvdra::systemd_bus {
 
 // One DRA driver inside the agent.
@@ -35,17 +37,6 @@ struct DeviceStatus {
 inline constexpr const char* kHealthHealthy = "healthy";
 inline constexpr const char* kHealthUnhealthy = "unhealthy";
 inline constexpr const char* kHealthUnknown = "unknown";
-
-// A claim as the checkpoint records it.
-struct ClaimStatus {
-  std::string uid;
-  std::string namespace_name;
-  std::string name;
-  std::string driver;
-  std::string state;                 // PrepareStarted | PrepareCompleted
-  std::vector<std::string> devices;  // device names
-  bool operator==(const ClaimStatus&) const = default;
-};
 
 // The host's IMEX daemon unit as systemd reports it (HostManagedIMEX), or mode only.
 struct ImexStatus {
@@ -83,7 +74,7 @@ struct StatusSnapshot {
   bool ready = false;  // READY=1 has been sent
   std::vector<DriverStatus> drivers;
   std::vector<DeviceStatus> devices;
-  std::vector<ClaimStatus> claims;
+  ClaimRows claims;
   ImexStatus imex;
   FabricStatus fabric;
   std::vector<ErrorRecord> last_errors;  // newest last; the agent keeps at most kMaxErrors

@@ -12,6 +12,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 
 #include "agent/claims/checkpoint/checkpoint_committer.hpp"
@@ -182,6 +183,56 @@ TEST(CheckpointCommitter, UpdatesOfOneCallAreWrittenTogether) {
   const auto& claims = loaded->checkpoint->claims;
   EXPECT_EQ(claims.size(), 2u);
   EXPECT_EQ(claims.count("old"), 0u);
+}
+
+// The store's idle work (warm) runs on the pool once nothing is queued, until the store has none
+// left; an update queued while a chunk runs is saved next, and warming then goes on.
+class WarmingStore final : public CheckpointStore {
+ public:
+  explicit WarmingStore(int chunks) : chunks_(chunks) {}
+  Result<LoadedCheckpoint> load() override { return inner_.load(); }
+  Status save(const Checkpoint& cp) override { return inner_.save(cp); }
+  Status save_changed(const Checkpoint& cp, const std::vector<std::string>& changed) override {
+    log_.push_back("save");
+    return inner_.save_changed(cp, changed);
+  }
+  bool warm(int budget) override {
+    log_.push_back("warm");
+    EXPECT_GT(budget, 0);
+    if (on_warm) on_warm(calls_ + 1);
+    return ++calls_ < chunks_;
+  }
+  CheckpointStats stats() const override { return inner_.stats(); }
+  std::string location() const override { return "memory"; }
+  std::function<void(int)> on_warm;  // called on the pool thread with the call's number
+  const std::vector<std::string>& log() const { return log_; }  // read once the pool is idle
+
+ private:
+  MemoryCheckpointStore inner_;
+  int chunks_;
+  int calls_ = 0;
+  std::vector<std::string> log_;
+};
+
+TEST(CheckpointCommitter, IdleWorkRunsBetweenSavesAndAnUpdateDuringItIsSavedNext) {
+  WarmingStore store(4);
+  asio::io_context io;  // declared first: pool work still finishing posts its completion here
+  runtime::WorkerPool pool(1);
+  CheckpointCommitter committer(io.get_executor(), pool, store, Checkpoint{});
+  std::optional<Status> second;
+  store.on_warm = [&](int call) {
+    if (call != 2) return;
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> { second = co_await committer.commit({started("b")}); },
+                   asio::detached);
+  };
+  std::optional<Status> first;
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> { first = co_await committer.commit({started("a")}); },
+                 asio::detached);
+  io.run_for(10s);  // returns once the writer, warming included, has nothing left to do
+  ASSERT_TRUE(first && first->ok());
+  ASSERT_TRUE(second && second->ok());
+  EXPECT_EQ(store.log(), (std::vector<std::string>{"save", "warm", "warm", "save", "warm", "warm"}));
+  EXPECT_EQ(committer.durable().claims.size(), 2u);
 }
 
 }  // namespace

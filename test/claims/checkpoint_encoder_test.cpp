@@ -106,5 +106,32 @@ TEST(CheckpointEncoder, MemoryStoreFailedSaveIsNotTheBaseOfTheNext) {
   EXPECT_EQ(store.bytes(), encode_checkpoint(cp));
 }
 
+// warm() computes the spans the saves left for later: claims that outlived a save, never one the
+// last save wrote; the bytes stay encode_checkpoint()'s.
+TEST(CheckpointEncoder, WarmTakesOnlyClaimsThatOutlivedASaveAndKeepsTheBytes) {
+  Checkpoint cp;
+  for (int i = 0; i < 10; ++i) cp.claims[uid(i)] = claim(i, ClaimState::kPrepareCompleted);  // 20 members
+  CheckpointEncoder encoder;
+  ASSERT_EQ(encoder.encode(cp, nullptr), encode_checkpoint(cp));  // a start: every claim was there before
+  EXPECT_TRUE(encoder.warm(0)) << "the save computed kSpansPerSave spans, 12 are left";
+  EXPECT_TRUE(encoder.warm(11));
+  EXPECT_FALSE(encoder.warm(1)) << "the last one";
+  EXPECT_FALSE(encoder.warm(100));
+
+  std::vector<std::string> added;
+  for (int i = 10; i < 15; ++i) cp.claims[uid(i)] = claim(i, ClaimState::kPrepareCompleted), added.push_back(uid(i));
+  ASSERT_EQ(encoder.encode(cp, &added), encode_checkpoint(cp));
+  EXPECT_FALSE(encoder.warm(100)) << "the claims the last save wrote may change again at once: not yet";
+
+  std::vector<std::string> none;
+  ASSERT_EQ(encoder.encode(cp, &none), encode_checkpoint(cp));  // they outlived it: 8 of their 10 spans
+  EXPECT_TRUE(encoder.warm(1));
+  EXPECT_FALSE(encoder.warm(1));
+  cp.claims.erase(uid(3));
+  std::vector<std::string> erased{uid(3)};
+  EXPECT_EQ(encoder.encode(cp, &erased), encode_checkpoint(cp));
+  EXPECT_EQ(encoder.encode(cp, &none), encode_checkpoint(cp));
+}
+
 }  // namespace
 }  // namespace nvdra::claims

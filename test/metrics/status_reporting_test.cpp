@@ -70,5 +70,51 @@ TEST(StatusReportingHandler, RowsFollowEachCallAndAnOutsideChangeIsPickedUp) {
   EXPECT_EQ(rows(status), (Rows{{"uid-1", {"gpu-1"}}, {"uid-2", {"gpu-2"}}}));
 }
 
+// After a call only the touched claim's row is new: the others are the very rows the previous
+// snapshot held (what StatusService keeps a copy of), and another driver's rows stay shared too.
+TEST(StatusReportingHandler, UntouchedRowsAreSharedWithThePreviousSnapshot) {
+  boost::asio::io_context io;
+  claims::Checkpoint cp;
+  cp.claims["uid-0"] = completed("gpu-0");
+  CheckpointWritingHandler inner;
+  inner.cp = &cp;
+  status::AgentStatus status("v", "node-a");
+  status.set_claims("compute-domain.nvidia.com", systemd_bus::ClaimRows{{"uid-cd", "ns", "cd", "compute-domain.nvidia.com",
+                                                                        "PrepareCompleted", {"channel-0"}}});
+  StatusReportingHandler h(io.get_executor(), "gpu.nvidia.com", inner, status, [&cp] { return &cp; });
+  h.refresh();
+  const systemd_bus::StatusSnapshot before = status.snapshot();
+  ASSERT_EQ(before.claims.size(), 2u);
+
+  EXPECT_TRUE(testing::run_awaitable(io, h.prepare({"ns", "gpu-1", "uid-1"})).ok());
+  io.restart();
+  io.run();
+  const auto& after = status.snapshot().claims.shared();
+  ASSERT_EQ(after.size(), 3u);
+  EXPECT_EQ(after[0]->uid, "uid-cd");
+  EXPECT_EQ(after[0].get(), before.claims.shared()[0].get());
+  EXPECT_EQ(after[1]->uid, "uid-0");
+  EXPECT_EQ(after[1].get(), before.claims.shared()[1].get());
+  EXPECT_EQ(after[2]->uid, "uid-1");
+}
+
+// Rows are compared by content: new rows equal to the old ones are no change (no listener call,
+// so no PropertiesChanged), a changed row is.
+TEST(AgentStatusClaims, EqualRowsAreNoChangeAndADifferentRowIs) {
+  status::AgentStatus status("v", "node-a");
+  int changes = 0;
+  status.on_change([&changes](const systemd_bus::StatusSnapshot&) { ++changes; });
+  const systemd_bus::ClaimStatus row{"uid-0", "ns", "a", "gpu.nvidia.com", "PrepareCompleted", {"gpu-0"}};
+  status.set_claims("gpu.nvidia.com", systemd_bus::ClaimRows{row});
+  EXPECT_EQ(changes, 1);
+  status.set_claims("gpu.nvidia.com", systemd_bus::ClaimRows{row});  // other row objects, same content
+  EXPECT_EQ(changes, 1);
+  auto moved = row;
+  moved.state = "PrepareStarted";
+  status.set_claims("gpu.nvidia.com", systemd_bus::ClaimRows{moved});
+  EXPECT_EQ(changes, 2);
+  EXPECT_EQ(status.snapshot().claims[0].state, "PrepareStarted");
+}
+
 }  // namespace
 }  // namespace nvdra::drivers

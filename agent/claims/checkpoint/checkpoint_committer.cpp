@@ -114,39 +114,66 @@ asio::awaitable<void> CheckpointCommitter::flush() {
   co_await waiter->timer.async_wait(asio::as_tuple(asio::use_awaitable));
 }
 
+// Idle work between saves (CheckpointStore::warm) comes in chunks this small, so that an update
+// queued meanwhile waits for at most one chunk (16 checksum spans: well under a millisecond).
+constexpr int kWarmChunk = 16;
+
+// Saves what is queued; once nothing is, spends the pool's idle time on warm() until the store has
+// none left or an update arrives (then it saves again).
 asio::awaitable<void> CheckpointCommitter::write_loop(std::shared_ptr<State> st) {
-  while (!st->queue.empty()) {
-    const uint64_t target = st->queue.back().seq;
-    // Every queued batch: after them, writing_copy == current, exactly what this write makes durable.
-    std::deque<State::Batch> written = std::exchange(st->queue, {});
-    std::vector<std::string> changed;
-    for (const auto& b : written) {
-      apply_updates(*st->writing_copy, b.updates);
-      for (const auto& u : b.updates) changed.push_back(u.uid);
-    }
-    ++st->writes;
-    CheckpointStore* store = &st->store;
-    Status status;
-    try {
-      status = co_await st->pool.run([store, copy = st->writing_copy, changed = std::move(changed)] {
-        return store->save_changed(*copy, changed);
-      });
-    } catch (const std::exception& e) {  // the pool was stopped under us (shutdown)
-      status = Error{ErrorCode::kUnavailable, std::string("checkpoint write did not run: ") + e.what(), {},
-                     store->location()};
-    }
-    if (status) {
-      for (const auto& b : written) apply_updates(st->durable, b.updates);
+  bool warm = true;
+  while (!st->queue.empty() || warm) {
+    if (!st->queue.empty()) {
+      co_await save_queued(st);
+      warm = true;
     } else {
-      // Drop the failed batches from memory: rebuild current from disk + what queued meanwhile.
-      *st->writing_copy = st->durable;
-      st->current = st->durable;
-      for (const auto& b : st->queue) apply_updates(st->current, b.updates);
+      st->notify(st->next_seq, Status{});  // flush() waiters: everything is saved
+      warm = co_await warm_chunk(st);
     }
-    st->notify(target, status);
   }
   st->writing = false;
   st->notify(st->next_seq, Status{});  // flush() waiters with nothing left to write
+}
+
+// One save of every queued batch; wakes their callers.
+asio::awaitable<void> CheckpointCommitter::save_queued(std::shared_ptr<State> st) {
+  const uint64_t target = st->queue.back().seq;
+  // Every queued batch: after them, writing_copy == current, exactly what this write makes durable.
+  std::deque<State::Batch> written = std::exchange(st->queue, {});
+  std::vector<std::string> changed;
+  for (const auto& b : written) {
+    apply_updates(*st->writing_copy, b.updates);
+    for (const auto& u : b.updates) changed.push_back(u.uid);
+  }
+  ++st->writes;
+  CheckpointStore* store = &st->store;
+  Status status;
+  try {
+    status = co_await st->pool.run([store, copy = st->writing_copy, changed = std::move(changed)] {
+      return store->save_changed(*copy, changed);
+    });
+  } catch (const std::exception& e) {  // the pool was stopped under us (shutdown)
+    status = Error{ErrorCode::kUnavailable, std::string("checkpoint write did not run: ") + e.what(), {},
+                   store->location()};
+  }
+  if (status) {
+    for (const auto& b : written) apply_updates(st->durable, b.updates);
+  } else {
+    // Drop the failed batches from memory: rebuild current from disk + what queued meanwhile.
+    *st->writing_copy = st->durable;
+    st->current = st->durable;
+    for (const auto& b : st->queue) apply_updates(st->current, b.updates);
+  }
+  st->notify(target, status);
+}
+
+asio::awaitable<bool> CheckpointCommitter::warm_chunk(std::shared_ptr<State> st) {
+  CheckpointStore* store = &st->store;
+  try {
+    co_return co_await st->pool.run([store] { return store->warm(kWarmChunk); });
+  } catch (const std::exception&) {  // the pool was stopped under us (shutdown): nothing to finish
+    co_return false;
+  }
 }
 
 }  // namespace nvdra::claims

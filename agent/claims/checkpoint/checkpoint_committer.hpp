@@ -3,7 +3,8 @@
 // callers hand it claim updates and await durability. While one save runs on the worker pool,
 // updates from other claims queue up; the next save writes them all at once, and each caller
 // resumes when the save holding its update is durable. 64 concurrent prepares thus cost a couple
-// of fsync'd writes instead of 64.
+// of fsync'd writes instead of 64. Between saves the writer hands the store's idle work
+// (CheckpointStore::warm) to the pool in small chunks, which makes later saves cheaper.
 //
 // Thread: all member functions must be called on the executor given to the constructor (the
 // io_context); no locking. Cancellation: cancelling an awaiting caller returns kCancelled to it at
@@ -60,6 +61,8 @@ class CheckpointCommitter {
  private:
   struct State;
   static boost::asio::awaitable<void> write_loop(std::shared_ptr<State> state);
+  static boost::asio::awaitable<void> save_queued(std::shared_ptr<State> state);
+  static boost::asio::awaitable<bool> warm_chunk(std::shared_ptr<State> state);
   std::shared_ptr<State> state_;
 };
 

@@ -30,6 +30,7 @@ std::string member(const std::string& uid, json::object value) {
 void CheckpointEncoder::refresh(const Checkpoint& cp, const std::vector<std::string>* changed) {
   auto encode_one = [this](const std::string& uid, const CheckpointedClaim& c) {
     Entry e;
+    e.written = saves_;
     e.v2.bytes = member(uid, encode_claim_v2(c));
     if (c.state == ClaimState::kPrepareCompleted) e.v1.bytes = member(uid, encode_claim_v1(c));
     members_.insert_or_assign(uid, std::move(e));
@@ -43,20 +44,37 @@ void CheckpointEncoder::refresh(const Checkpoint& cp, const std::vector<std::str
   if (!changed || members_.size() != cp.claims.size()) {  // unknown base, or it was not ours
     members_.clear();
     for (const auto& [uid, c] : cp.claims) encode_one(uid, c);
+    // Only the claims this save changed are new; the others were there before it (a checkpoint
+    // loaded at start): their spans may be computed at once.
+    for (auto& [uid, e] : members_) e.written = 0;
+    if (changed)
+      for (const auto& uid : *changed)
+        if (auto it = members_.find(uid); it != members_.end()) it->second.written = saves_;
   }
 }
 
 void CheckpointEncoder::compute_spans() {
   int budget = kSpansPerSave;
   for (auto& [uid, e] : members_) {
-    if (std::exchange(e.fresh, false)) continue;
+    if (e.written == saves_) continue;  // written by this save
     for (Member* m : {&e.v2, &e.v1}) {
       if (m->span || m->bytes.empty() || budget == 0) continue;
       m->span = std::make_unique<ChecksumSpan>(m->bytes);
       --budget;
     }
-    if (budget == 0) return;
   }
+}
+
+bool CheckpointEncoder::warm(int budget) {
+  for (auto& [uid, e] : members_) {
+    if (e.written == saves_) continue;  // written by the last save: wait until it outlives one
+    for (Member* m : {&e.v2, &e.v1}) {
+      if (m->span || m->bytes.empty()) continue;
+      if (budget-- == 0) return true;
+      m->span = std::make_unique<ChecksumSpan>(m->bytes);
+    }
+  }
+  return false;
 }
 
 uint32_t CheckpointEncoder::checksum(std::string_view skeleton, bool v1) const {
@@ -92,6 +110,7 @@ void CheckpointEncoder::append_claims(std::string& out, bool v1) const {
 }
 
 std::string CheckpointEncoder::encode(const Checkpoint& cp, const std::vector<std::string>* changed) {
+  ++saves_;
   refresh(cp, changed);
   if (cp.claims.empty()) return encode_checkpoint(cp);  // no claims objects: nothing to reuse
   compute_spans();

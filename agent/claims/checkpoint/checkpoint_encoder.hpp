@@ -13,8 +13,9 @@
 // A span costs 10-30× hashing its bytes once, so it is computed only for a claim that outlived a
 // save unchanged (a claim rewritten from PrepareStarted to PrepareCompleted, or one of a node with
 // a single claim, never pays for it), and at most kSpansPerSave per save; the others are hashed
-// plainly until their turn (a checkpoint loaded at start thus reaches the flat cost after some
-// saves instead of paying for all its claims at once).
+// plainly until their turn. The rest are computed in idle time (warm(), which the committer runs
+// on the worker pool between saves): a node that prepared 1,000 claims in a few large batches
+// otherwise hashed most of them plainly on every save for the next hundred saves.
 //
 // Not thread-safe: one caller at a time (the store's save() contract).
 #include <map>
@@ -35,6 +36,9 @@ class CheckpointEncoder {
   // checkpoint (which must have been this encoder's last input, see reset()); nullptr: unknown,
   // every claim is serialized again.
   std::string encode(const Checkpoint& checkpoint, const std::vector<std::string>* changed);
+  // Computes up to `budget` spans of claims that outlived a save; true while some remain. For idle
+  // time between saves: what it computes, every later save reuses.
+  bool warm(int budget);
   // Forgets every claim: for when the previous input is not the base of the next `changed`
   // (a failed write that the caller will not retry as such).
   void reset() { members_.clear(); }
@@ -47,7 +51,7 @@ class CheckpointEncoder {
   struct Entry {
     Member v2;
     Member v1;  // empty bytes: not PrepareCompleted, absent from v1
-    bool fresh = true;  // written by this save: no span yet
+    uint64_t written = 0;  // the encode() that wrote it (saves_ then): no span before it outlives it
   };
   void refresh(const Checkpoint& checkpoint, const std::vector<std::string>* changed);
   void compute_spans();
@@ -55,6 +59,7 @@ class CheckpointEncoder {
   void append_claims(std::string& out, bool v1) const;
 
   std::map<std::string, Entry> members_;  // by claim UID, the order of Go's sorted map keys
+  uint64_t saves_ = 0;  // encode() calls
 };
 
 }  // namespace nvdra::claims

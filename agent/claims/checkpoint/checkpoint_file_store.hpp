@@ -58,6 +58,7 @@ class FileCheckpointStore final : public CheckpointStore {
   Result<LoadedCheckpoint> load() override;
   Status save(const Checkpoint& checkpoint) override;
   Status save_changed(const Checkpoint& checkpoint, const std::vector<std::string>& changed) override;
+  bool warm(int budget) override { return encoder_.warm(budget); }
   CheckpointStats stats() const override;
   std::string location() const override { return path_; }
 
@@ -78,7 +79,7 @@ class FileCheckpointStore final : public CheckpointStore {
   std::string path_;
   int lock_fd_;
   uint64_t temp_counter_ = 0;
-  CheckpointEncoder encoder_;  // save() and save_changed() only (not re-entrant, as they are)
+  CheckpointEncoder encoder_;  // save(), save_changed() and warm() only (not re-entrant, as they are)
   std::atomic<uint64_t> saves_{0};
   std::atomic<uint64_t> fsyncs_{0};
 };

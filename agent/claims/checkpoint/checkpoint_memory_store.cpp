@@ -12,6 +12,11 @@ Result<LoadedCheckpoint> MemoryCheckpointStore::load() {
 
 Status MemoryCheckpointStore::save(const Checkpoint& checkpoint) { return save_changed(checkpoint, {}, false); }
 
+bool MemoryCheckpointStore::warm(int budget) {
+  std::lock_guard lock(mu_);
+  return encoder_.warm(budget);
+}
+
 Status MemoryCheckpointStore::save_changed(const Checkpoint& checkpoint, const std::vector<std::string>& changed) {
   return save_changed(checkpoint, changed, true);
 }

@@ -19,6 +19,7 @@ class MemoryCheckpointStore final : public CheckpointStore {
   Result<LoadedCheckpoint> load() override;
   Status save(const Checkpoint& checkpoint) override;
   Status save_changed(const Checkpoint& checkpoint, const std::vector<std::string>& changed) override;
+  bool warm(int budget) override;
   CheckpointStats stats() const override;
   std::string location() const override { return "memory"; }
 

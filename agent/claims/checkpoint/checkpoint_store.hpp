@@ -43,6 +43,13 @@ class CheckpointStore {
     (void)changed;
     return save(checkpoint);
   }
+  // Spends up to `budget` units of idle work that makes later saves cheaper (FileCheckpointStore:
+  // the checksum spans of claims that outlived a save, CheckpointEncoder); true while some remains.
+  // Same contract as save(): on the worker pool, never beside another call. The default has none.
+  virtual bool warm(int budget) {
+    (void)budget;
+    return false;
+  }
   // Thread-safe; for tests, the bench and the status service.
   virtual CheckpointStats stats() const = 0;
   // Where the checkpoint lives, for messages ("memory" for the test store).

@@ -2,6 +2,7 @@
 kube-apiserver: one global revision counter, compaction makes old revisions unavailable (410).
 Finalizers as the real server: deleting an object that has some only sets deletionTimestamp; the
 update that removes the last one deletes it."""
+import bisect
 import copy
 import random
 import threading
@@ -23,7 +24,9 @@ class Store:
         self.cond = threading.Condition()
         self.revision = 100
         self.objects = {}     # resource -> {(ns, name): obj}
-        self.history = []     # (revision, resource, type, obj)
+        # resource -> [(revision, type, obj)], ascending: a watch finds what is new by bisection, so
+        # its cost does not grow with the events of other resources or with how many came before.
+        self.history = {}
         self.compacted = 0    # revisions <= compacted are gone
         self.watch_epoch = 0  # bumped to drop every open watch
         self.open_watches = 0
@@ -33,7 +36,7 @@ class Store:
         return str(self.revision)
 
     def _record(self, resource, etype, obj):
-        self.history.append((self.revision, resource, etype, copy.deepcopy(obj)))
+        self.history.setdefault(resource, []).append((self.revision, etype, copy.deepcopy(obj)))
         self.cond.notify_all()
 
     def get(self, resource, ns, name):
@@ -117,7 +120,7 @@ class Store:
     def compact(self):
         with self.cond:
             self.compacted = self.revision
-            self.history = []
+            self.history = {}
 
     def drop_watches(self):
         with self.cond:
@@ -128,5 +131,6 @@ class Store:
         """Events of `resource` newer than `revision`, or None when that revision was compacted."""
         if revision < self.compacted:
             return None
-        return [(rev, etype, copy.deepcopy(obj)) for rev, res, etype, obj in self.history
-                if res == resource and rev > revision]
+        events = self.history.get(resource, [])
+        start = bisect.bisect_right(events, revision, key=lambda e: e[0])
+        return [(rev, etype, copy.deepcopy(obj)) for rev, etype, obj in events[start:]]
