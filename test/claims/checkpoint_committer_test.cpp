@@ -8,12 +8,14 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <thread>
 
 #include "agent/claims/checkpoint/checkpoint_committer.hpp"
 #include "agent/claims/checkpoint/checkpoint_file_store.hpp"
@@ -233,6 +235,88 @@ TEST(CheckpointCommitter, IdleWorkRunsBetweenSavesAndAnUpdateDuringItIsSavedNext
   ASSERT_TRUE(second && second->ok());
   EXPECT_EQ(store.log(), (std::vector<std::string>{"save", "warm", "warm", "save", "warm", "warm"}));
   EXPECT_EQ(committer.durable().claims.size(), 2u);
+}
+
+// A store whose warm() blocks until released, and which records every call.
+class BlockingWarmStore final : public CheckpointStore {
+ public:
+  Result<LoadedCheckpoint> load() override { return inner_.load(); }
+  Status save(const Checkpoint& cp) override { return inner_.save(cp); }
+  Status save_changed(const Checkpoint& cp, const std::vector<std::string>& changed) override {
+    return inner_.save_changed(cp, changed);
+  }
+  bool warm(int) override {
+    std::unique_lock lock(mu_);
+    ++warm_calls;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return released_; });
+    warm_returned = true;
+    return warm_calls < 100;  // more: only the committer's going ends the warming (100: a bound, so a
+                              // committer that does not stop fails the test instead of hanging it)
+  }
+  CheckpointStats stats() const override { return inner_.stats(); }
+  std::string location() const override { return "blocking-warm"; }
+  void wait_for_warm() {
+    std::unique_lock lock(mu_);
+    ASSERT_TRUE(cv_.wait_for(lock, 10s, [&] { return warm_calls > 0; }));
+  }
+  void release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  std::mutex mu_;
+  int warm_calls = 0;
+  bool warm_returned = false;
+
+ private:
+  MemoryCheckpointStore inner_;
+  std::condition_variable cv_;
+  bool released_ = false;
+};
+
+// The owner destroys the committer (and then the store) while a warm chunk runs on the pool: the
+// destructor waits for the chunk, and no job reaches the store after it.
+TEST(CheckpointCommitter, DestroyedWhileAChunkRunsWaitsForItAndTheStoreIsNotReachedAfter) {
+  BlockingWarmStore store;
+  asio::io_context io;  // declared first: pool work still finishing posts its completion here
+  runtime::WorkerPool pool(1);
+  auto committer = std::make_unique<CheckpointCommitter>(io.get_executor(), pool, store, Checkpoint{});
+  auto guard = asio::make_work_guard(io);
+  std::thread loop([&io] { io.run(); });
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> { (void)co_await committer->commit({started("a")}); },
+                 asio::detached);
+  store.wait_for_warm();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool destroying = false, destroyed = false, chunk_done_before = false;
+  asio::post(io, [&] {
+    {
+      std::lock_guard lock(mu);
+      destroying = true;
+    }
+    cv.notify_all();
+    committer.reset();
+    std::scoped_lock lock(mu, store.mu_);
+    chunk_done_before = store.warm_returned;
+    destroyed = true;
+    cv.notify_all();
+  });
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return destroying; }));
+  }
+  store.release();
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return destroyed; }));
+  }
+  guard.reset();
+  loop.join();  // the writer saw the gate closed and ended
+  pool.join();
+  EXPECT_TRUE(chunk_done_before) << "the destructor returned while the chunk still ran";
+  std::lock_guard lock(store.mu_);
+  EXPECT_EQ(store.warm_calls, 1) << "a chunk reached the store after the committer went";
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <deque>
+#include <mutex>
 #include <utility>
 
 #include "agent/runtime/worker_pool.hpp"
@@ -32,12 +33,25 @@ struct Waiter {
   Status status;
 };
 
+// The store as the pool's jobs reach it. The committer closes it when it goes: a job already
+// running finishes first (the destructor waits for it, at most one save or one warm chunk), later
+// ones find it closed, so no job touches a store its owner has destroyed.
+struct StoreGate {
+  explicit StoreGate(CheckpointStore& s) : store(&s) {}
+  std::mutex mu;
+  CheckpointStore* store;  // null once closed
+  void close() {
+    std::lock_guard lock(mu);
+    store = nullptr;
+  }
+};
+
 }  // namespace
 
 struct CheckpointCommitter::State {
   State(asio::any_io_executor ex, runtime::WorkerPool& p, CheckpointStore& s, Checkpoint d)
       : executor(std::move(ex)), pool(p), store(s), durable(std::move(d)), current(durable),
-        writing_copy(std::make_shared<Checkpoint>(durable)) {}
+        writing_copy(std::make_shared<Checkpoint>(durable)), gate(std::make_shared<StoreGate>(s)) {}
 
   asio::any_io_executor executor;
   runtime::WorkerPool& pool;
@@ -47,6 +61,7 @@ struct CheckpointCommitter::State {
   // What the write in flight saves (then == durable), read by the pool thread meanwhile. Kept in
   // step by applying each batch, so a write costs what changed, not a copy of every claim.
   std::shared_ptr<Checkpoint> writing_copy;
+  std::shared_ptr<StoreGate> gate;
   struct Batch {
     uint64_t seq;
     std::vector<ClaimUpdate> updates;
@@ -79,7 +94,7 @@ CheckpointCommitter::CheckpointCommitter(asio::any_io_executor executor, runtime
                                          CheckpointStore& store, Checkpoint durable)
     : state_(std::make_shared<State>(std::move(executor), pool, store, std::move(durable))) {}
 
-CheckpointCommitter::~CheckpointCommitter() = default;
+CheckpointCommitter::~CheckpointCommitter() { state_->gate->close(); }
 
 const Checkpoint& CheckpointCommitter::current() const { return state_->current; }
 const Checkpoint& CheckpointCommitter::durable() const { return state_->durable; }
@@ -149,8 +164,10 @@ asio::awaitable<void> CheckpointCommitter::save_queued(std::shared_ptr<State> st
   CheckpointStore* store = &st->store;
   Status status;
   try {
-    status = co_await st->pool.run([store, copy = st->writing_copy, changed = std::move(changed)] {
-      return store->save_changed(*copy, changed);
+    status = co_await st->pool.run([gate = st->gate, copy = st->writing_copy, changed = std::move(changed)]() -> Status {
+      std::lock_guard lock(gate->mu);
+      if (!gate->store) return Error{ErrorCode::kCancelled, "checkpoint committer closed before the write ran"};
+      return gate->store->save_changed(*copy, changed);
     });
   } catch (const std::exception& e) {  // the pool was stopped under us (shutdown)
     status = Error{ErrorCode::kUnavailable, std::string("checkpoint write did not run: ") + e.what(), {},
@@ -168,9 +185,11 @@ asio::awaitable<void> CheckpointCommitter::save_queued(std::shared_ptr<State> st
 }
 
 asio::awaitable<bool> CheckpointCommitter::warm_chunk(std::shared_ptr<State> st) {
-  CheckpointStore* store = &st->store;
   try {
-    co_return co_await st->pool.run([store] { return store->warm(kWarmChunk); });
+    co_return co_await st->pool.run([gate = st->gate] {
+      std::lock_guard lock(gate->mu);
+      return gate->store && gate->store->warm(kWarmChunk);
+    });
   } catch (const std::exception&) {  // the pool was stopped under us (shutdown): nothing to finish
     co_return false;
   }

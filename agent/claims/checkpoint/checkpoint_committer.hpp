@@ -11,8 +11,9 @@
 // once, but its update stays queued and may still become durable (as with a crash after the
 // write). Errors: a failed save fails every caller in that batch with the store's error, and their
 // updates are dropped from the in-memory state, so memory never runs ahead of disk for failed
-// callers. Lifetime: the store and the pool must outlive the committer; a save in flight at
-// destruction completes on the pool and is then discarded.
+// callers. Lifetime: the store and the pool must outlive the committer; the destructor waits for a
+// save or warm chunk running on the pool (its result is then discarded), and no later job reaches
+// the store.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
