@@ -4,7 +4,9 @@
 // decode_properties(). Keeping both directions here means the wire format cannot drift.
 //
 //   object /io/nvdra/Agent1, interface io.nvdra.Agent1, well-known name io.nvdra.Agent1
-//   properties (read-only; all but Version emit PropertiesChanged with their value):
+//   properties (read-only; all but Version emit PropertiesChanged: with their value, except
+//   PreparedClaims, which is named as invalidated, so a listener reads it with Get or GetClaim when it
+//   cares: with 1,000 claims its value is ~100 kB, and every kubelet call changes it):
 //     Version s, NodeName s, Ready b,
 //     Drivers a(ssbs)          name, registration, published, detail
 //     Devices a(sssssss)       driver, name, type, uuid, health, last XID, its time

@@ -68,7 +68,9 @@ Status StatusService::on_connect(sd_bus* bus) {
       SD_BUS_PROPERTY("Ready", "b", StatusCallbacks::get_property, 0, kProperty),
       SD_BUS_PROPERTY("Drivers", "a(ssbs)", StatusCallbacks::get_property, 0, kProperty),
       SD_BUS_PROPERTY("Devices", "a(sssssss)", StatusCallbacks::get_property, 0, kProperty),
-      SD_BUS_PROPERTY("PreparedClaims", "a(sssssas)", StatusCallbacks::get_property, 0, kProperty),
+      // Named, not sent, when it changes (status_codec.hpp): its value grows with the claims.
+      SD_BUS_PROPERTY("PreparedClaims", "a(sssssas)", StatusCallbacks::get_property, 0,
+                      SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION),
       SD_BUS_PROPERTY("ImexMode", "s", StatusCallbacks::get_property, 0, kProperty),
       SD_BUS_PROPERTY("ImexUnit", "s", StatusCallbacks::get_property, 0, kProperty),
       SD_BUS_PROPERTY("ImexActiveState", "s", StatusCallbacks::get_property, 0, kProperty),

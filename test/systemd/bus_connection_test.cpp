@@ -136,7 +136,7 @@ TEST(BusConnection, MatchDeliversPropertiesChangedWithTheChangedNames) {
   asio::io_context io;
   nvdra::systemd_bus::StatusService service(io.get_executor(), at(bus));
   BusConnection client(io.get_executor(), at(bus));
-  std::vector<std::string> changed;
+  std::vector<std::string> changed, invalidated;
   std::string iface;
   auto match = client.add_match(
       "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='/io/nvdra/Agent1'",
@@ -151,6 +151,8 @@ TEST(BusConnection, MatchDeliversPropertiesChangedWithTheChangedNames) {
           sd_bus_message_skip(m.get(), "v");
           (void)m.exit_container();
         }
+        if (!m.exit_container()) return;
+        if (auto names = m.read_strings()) invalidated.insert(invalidated.end(), names->begin(), names->end());
       });
   Running service_run, client_run;
   asio::co_spawn(io, service.run(), asio::bind_cancellation_slot(service_run.stop.slot(), [&](std::exception_ptr) {
@@ -177,6 +179,14 @@ TEST(BusConnection, MatchDeliversPropertiesChangedWithTheChangedNames) {
   service.update(snap);
   ASSERT_TRUE(run_until(io, [&] { return !changed.empty(); }));
   EXPECT_EQ(changed, (std::vector<std::string>{"ImexActiveState"}));
+
+  // The claims are named as invalidated, without their value.
+  changed.clear();
+  snap.claims.push_back(nvdra::systemd_bus::ClaimStatus{"uid-1", "ns", "a", "gpu.nvidia.com", "PrepareCompleted", {"gpu-0"}});
+  service.update(snap);
+  ASSERT_TRUE(run_until(io, [&] { return !invalidated.empty(); }));
+  EXPECT_EQ(invalidated, (std::vector<std::string>{"PreparedClaims"}));
+  EXPECT_TRUE(changed.empty());
 
   service_run.stop.emit(asio::cancellation_type::all);
   client_run.stop.emit(asio::cancellation_type::all);

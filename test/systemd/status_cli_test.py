@@ -90,6 +90,7 @@ class StatusServiceOverDbus(unittest.TestCase):
             self.assertEqual(members["." + prop][1:3], ["property", sig])
             self.assertNotIn("writable", members["." + prop])
         self.assertIn("emits-change", members[".Devices"])
+        self.assertIn("emits-invalidation", members[".PreparedClaims"])  # its value grows with the claims
         self.assertEqual(members[".GetClaim"][1:4], ["method", "s", "(sssssas)"])
         self.assertEqual(members[".GetStatusJson"][1:4], ["method", "-", "s"])
 
