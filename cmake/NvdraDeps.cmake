@@ -18,6 +18,7 @@ find_package(benchmark CONFIG REQUIRED)
 # Debian's python3 (not a pyenv shim on PATH): the doubles use Debian's python3-* packages.
 set(Python3_EXECUTABLE /usr/bin/python3 CACHE FILEPATH "python3 with Debian's python3-* packages")
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
+include(NvdraStaticDeps)
 
 # Boost.Asio is header-only; these settings are shared by every target that includes it.
 add_library(nvdra_asio INTERFACE)
