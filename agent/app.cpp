@@ -11,6 +11,7 @@
 #include "agent/controller/compute_domain_controller.hpp"
 #include "agent/drivers/driver_component.hpp"
 #include "agent/drivers/node_gpus.hpp"
+#include "agent/drivers/served_fields_file.hpp"
 #include "agent/drivers/shared_server_facts.hpp"
 #include "agent/metrics/metrics.hpp"
 #include "agent/metrics/metrics_component.hpp"
@@ -113,7 +114,9 @@ int App::run() {
   std::vector<std::string> driver_names;
   for (auto kind : options_.drivers) driver_names.emplace_back(config::driver_name(kind));
   metrics::Metrics metrics(options_.node_name, NVDRA_VERSION, driver_names);
-  drivers::SharedServerFacts server_facts(options_.node_name);
+  drivers::SharedServerFacts server_facts(
+      options_.node_name,
+      std::make_shared<drivers::ServedFieldsFile>(workers, drivers::ServedFieldsFile::path_for(options_)));
   RunContext ctx{io.get_executor(), workers, readiness, *notifier_, options_, status, bus, gpus, server_facts, metrics};
   supervisor.on_deadline([&io] { io.stop(); });
 

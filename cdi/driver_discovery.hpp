@@ -22,6 +22,7 @@ struct DriverRoots {
   std::string hook_path;                    // nvidia-cdi-hook on the host (resolve_cdi_hook); "" = no hooks
   // NVML's driver version: the driver root must hold libcuda.so.<it> ("" = take what is there).
   std::string nvml_version;
+  bool operator==(const DriverRoots&) const = default;
 };
 
 // Where the NVIDIA Container Toolkit puts nvidia-cdi-hook, as host paths: a host install, the GPU

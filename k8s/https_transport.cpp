@@ -19,6 +19,7 @@
 
 #include "agent/base/log.hpp"
 #include "k8s/cancellation.hpp"
+#include "k8s/https_connection.hpp"
 #include "k8s/tls_context.hpp"
 #include "k8s/watch_decoder.hpp"
 
@@ -32,19 +33,11 @@ using asio::awaitable;
 using asio::use_awaitable;
 using tcp = asio::ip::tcp;
 constexpr auto kTuple = asio::as_tuple(use_awaitable);
-constexpr std::size_t kMaxIdle = 4;
 constexpr int kMax429Retries = 5;  // as client-go: then the caller sees the 429
 constexpr std::uint64_t kMaxBody = std::uint64_t{256} << 20;
 
 struct HttpsTransport::Tls {
   std::shared_ptr<ssl::context> ctx;  // shared with the other clients of the same TLS settings
-};
-
-struct HttpsTransport::Conn {
-  Conn(asio::any_io_executor ex, ssl::context& ctx) : stream(ex, ctx) {}
-  beast::ssl_stream<beast::tcp_stream> stream;
-  beast::flat_buffer buffer;
-  bool reused = false;
 };
 
 const std::string& TokenSource::current(bool force_reload) {
@@ -115,7 +108,7 @@ class HttpsWatchStream final : public WatchStream {
       }
       parser_->get().body().data = chunk_;
       parser_->get().body().size = sizeof chunk_;
-      // read_some, not read: read waits until the whole 64 KiB buffer is full, and events are small.
+      // read_some, not read: read waits until the whole buffer is full, and events are small.
       auto [ec, n] = co_await http::async_read_some(conn_->stream, conn_->buffer, *parser_, kTuple);
       if (ec == http::error::need_buffer) ec = {};
       co_await throw_if_cancelled();
@@ -141,7 +134,9 @@ class HttpsWatchStream final : public WatchStream {
   WatchDecoder decoder_;
   std::deque<DecodedFrame> frames_;
   bool dead_ = false;
-  char chunk_[64 * 1024];
+  // One TLS record's plaintext at most (16 KiB): a read never returns more. Held by every watch for
+  // as long as it runs.
+  char chunk_[16 * 1024];
 };
 
 }  // namespace
@@ -161,6 +156,7 @@ Result<std::unique_ptr<HttpsTransport>> HttpsTransport::create(asio::any_io_exec
   auto ctx = tls_context_for(t->config_);
   if (!ctx) return ctx.error();
   t->tls_->ctx = std::move(*ctx);
+  t->shared_ = SharedConnections::for_server(t->ex_, t->tls_->ctx, t->config_.host, t->config_.port);
   return t;
 }
 
@@ -253,11 +249,8 @@ awaitable<ApiResult<HttpResponse>> HttpsTransport::exchange_in_slot(HttpMethod m
   int throttled = 0;
   for (int attempt = 0;; ++attempt) {
     co_await wait_for_limiter(to_verb(method), target);
-    std::unique_ptr<Conn> conn;
-    if (!idle_.empty()) {
-      conn = std::move(idle_.back());
-      idle_.pop_back();
-    } else {
+    std::unique_ptr<Conn> conn = shared_->take_idle();
+    if (!conn) {
       auto made = co_await connect();
       if (!made) co_return made.error();
       conn = std::move(*made);
@@ -284,16 +277,17 @@ awaitable<ApiResult<HttpResponse>> HttpsTransport::exchange_in_slot(HttpMethod m
     if (!wec) std::tie(rec, std::ignore) = co_await http::async_read(conn->stream, conn->buffer, parser, kTuple);
     co_await throw_if_cancelled();
     if (wec || rec) {
-      // A reused keep-alive connection may have been closed by the server while idle: retry once.
-      if (conn->reused && attempt == 0) continue;
+      // A reused keep-alive connection may have been closed by the server while idle: retry once, on
+      // a new connection (the other idle ones are as old).
+      if (conn->reused && attempt == 0) {
+        shared_->drop_idle();
+        continue;
+      }
       co_return io_error(wec ? "send request" : "read response", wec ? wec : rec);
     }
     auto res = parser.release();
     HttpResponse out{static_cast<int>(res.result_int()), std::move(res.body()), parse_retry_after(res.base())};
-    if (res.keep_alive() && idle_.size() < kMaxIdle) {
-      conn->reused = true;
-      idle_.push_back(std::move(conn));
-    }
+    if (res.keep_alive()) shared_->give_back(std::move(conn));
     if (out.status == 401 && token_.from_file() && !auth_retried) {
       auth_retried = true;  // the token may have been rotated since we read it
       token_.current(true);
@@ -308,30 +302,46 @@ awaitable<ApiResult<HttpResponse>> HttpsTransport::exchange_in_slot(HttpMethod m
   }
 }
 
+awaitable<ApiResult<std::unique_ptr<HttpsTransport::Conn>>> HttpsTransport::idle_or_new() {
+  if (auto conn = shared_->take_idle()) co_return conn;
+  co_return co_await connect();
+}
+
 awaitable<ApiResult<std::unique_ptr<WatchStream>>> HttpsTransport::open_watch(std::string target,
                                                                               std::size_t max_event_bytes,
                                                                               std::chrono::seconds timeout) {
   co_await wait_for_limiter(http::verb::get, target);
-  auto made = co_await connect();
-  if (!made) co_return made.error();
-  auto conn = std::move(*made);
   http::request<http::empty_body> req{http::verb::get, config_.path_prefix + target, 11};
   req.set(http::field::host, config_.host);
   req.set(http::field::user_agent, config_.user_agent);
   req.set(http::field::accept, "application/json");
   if (const auto& tok = token_.current(); !tok.empty()) req.set(http::field::authorization, "Bearer " + tok);
   ++requests_;
-  // Until the response header arrives a watch is an ordinary request: a server that accepts and
-  // never answers is given up on after request_timeout, not after the whole watch timeout.
-  beast::get_lowest_layer(conn->stream).expires_after(config_.request_timeout);
-  auto [wec, wn] = co_await http::async_write(conn->stream, req, kTuple);
-  co_await throw_if_cancelled();
-  if (wec) co_return io_error("send watch request", wec);
-  auto parser = std::make_unique<http::response_parser<http::buffer_body>>();
-  parser->body_limit(boost::none);
-  auto [hec, hn] = co_await http::async_read_header(conn->stream, conn->buffer, *parser, kTuple);
-  co_await throw_if_cancelled();
-  if (hec) co_return io_error("read watch response", hec);
+  std::unique_ptr<Conn> conn;
+  std::unique_ptr<http::response_parser<http::buffer_body>> parser;
+  // A watch takes an idle keep-alive connection when there is one (no handshake), and holds it.
+  for (int attempt = 0;; ++attempt) {
+    auto got = co_await idle_or_new();
+    if (!got) co_return got.error();
+    conn = std::move(*got);
+    // Until the response header arrives a watch is an ordinary request: a server that accepts and
+    // never answers is given up on after request_timeout, not after the whole watch timeout.
+    beast::get_lowest_layer(conn->stream).expires_after(config_.request_timeout);
+    auto [wec, wn] = co_await http::async_write(conn->stream, req, kTuple);
+    co_await throw_if_cancelled();
+    boost::system::error_code hec;
+    parser = std::make_unique<http::response_parser<http::buffer_body>>();
+    parser->body_limit(boost::none);
+    if (!wec) std::tie(hec, std::ignore) = co_await http::async_read_header(conn->stream, conn->buffer, *parser, kTuple);
+    co_await throw_if_cancelled();
+    if (!wec && !hec) break;
+    // The server may have closed a kept connection while it was idle: once more on a new one.
+    if (conn->reused && attempt == 0) {
+      shared_->drop_idle();
+      continue;
+    }
+    co_return io_error(wec ? "send watch request" : "read watch response", wec ? wec : hec);
+  }
   const int status = static_cast<int>(parser->get().result_int());
   // The server ends the watch after timeoutSeconds; the margin only catches a silent peer.
   beast::get_lowest_layer(conn->stream).expires_after(timeout + std::chrono::seconds(60));

@@ -23,6 +23,9 @@
 
 namespace nvdra::k8s {
 
+struct HttpsConnection;
+class SharedConnections;
+
 // kPatch sends a strategic merge patch (the only kind the agent writes).
 enum class HttpMethod { kGet, kPost, kPut, kPatch, kDelete };
 
@@ -53,18 +56,20 @@ class HttpsTransport {
   // One request/response on a pooled connection, after the rate limiter; 401 → token re-read and one
   // retry; 429 → wait Retry-After and retry (bounded). Non-2xx answers are returned, not errors.
   boost::asio::awaitable<ApiResult<HttpResponse>> exchange(HttpMethod method, std::string target, std::string body);
-  // Starts a watch on its own connection: a 200 gives the stream, anything else the decoded Status.
+  // Starts a watch on a connection it then holds (an idle one when there is one): a 200 gives the
+  // stream, anything else the decoded Status.
   boost::asio::awaitable<ApiResult<std::unique_ptr<WatchStream>>> open_watch(std::string target,
                                                                              std::size_t max_event_bytes,
                                                                              std::chrono::seconds timeout);
   uint64_t requests() const { return requests_; }
   uint64_t connections_opened() const { return connections_opened_; }
 
-  struct Conn;
+  using Conn = HttpsConnection;
 
  private:
   HttpsTransport(boost::asio::any_io_executor ex, ClientConfig config);
   boost::asio::awaitable<ApiResult<std::unique_ptr<Conn>>> connect();
+  boost::asio::awaitable<ApiResult<std::unique_ptr<Conn>>> idle_or_new();
   boost::asio::awaitable<void> wait_for_limiter(boost::beast::http::verb verb, std::string_view target);
   boost::asio::awaitable<void> acquire_slot();
   void release_slot();
@@ -79,7 +84,7 @@ class HttpsTransport {
   std::unique_ptr<Tls> tls_;
   RateLimiter limiter_;
   TokenSource token_;
-  std::vector<std::unique_ptr<Conn>> idle_;
+  std::shared_ptr<SharedConnections> shared_;  // the idle connections of every client of the server
   int busy_ = 0;  // exchanges holding a slot
   std::deque<std::shared_ptr<boost::asio::steady_timer>> waiters_;
   uint64_t requests_ = 0;

@@ -128,6 +128,13 @@ awaitable<void> ServerFacts::openapi(std::optional<ServedFields>& out, std::stri
     why = path.error().describe();
     co_return;
   }
+  if (options_.served_cache) {
+    if (auto known = co_await options_.served_cache->load(*path)) {
+      out = *known;
+      co_return;
+    }
+  }
+  ++stats_.documents;
   auto document = co_await api_->get_path(*path);
   if (!document) {
     why = "GET " + *path + " failed (" + document.error().describe() + ")";
@@ -139,6 +146,7 @@ awaitable<void> ServerFacts::openapi(std::optional<ServedFields>& out, std::stri
     co_return;
   }
   out = *served;
+  if (options_.served_cache) co_await options_.served_cache->store(*path, *served);
 }
 
 }  // namespace nvdra::k8s

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "k8s/api_server.hpp"
+#include "k8s/served_fields_cache.hpp"
 #include "k8s/server_features.hpp"
 
 namespace nvdra::k8s {
@@ -30,6 +31,7 @@ struct ServerFactsOptions {
   std::chrono::milliseconds backoff_base{500};
   std::chrono::milliseconds backoff_cap{30000};
   std::chrono::milliseconds reuse_for{0};  // 0: every caller not joining a running lookup asks anew
+  std::shared_ptr<ServedFieldsCache> served_cache;  // none: the document is read at every lookup
 };
 
 class ServerFacts {
@@ -41,6 +43,7 @@ class ServerFacts {
   };
   struct Stats {
     uint64_t lookups = 0;  // lookups started (the rest of get()'s callers shared one)
+    uint64_t documents = 0;  // OpenAPI documents fetched (the others' fields came from the cache)
   };
 
   ServerFacts(boost::asio::any_io_executor ex, std::shared_ptr<ApiServer> api, ServerFactsOptions options);

@@ -50,13 +50,12 @@ namespace {
 // The node-wide spec daemon claims name as .../device=all: upstream's nvcdi "management" spec, every
 // device node of the driver's /dev with the management common edits and NVIDIA_VISIBLE_DEVICES=void,
 // equal to upstream's (upstream_driver_managed_parity_test). Blocking.
-Status write_base_spec(const config::Options& o, const nvml::DeviceModel& model, cdi::FileSpecStore& specs) {
-  cdi::DriverRoots roots{o.nvidia_driver_root, o.container_driver_root, o.host_root, {}, model.system.driver_version};
-  roots.hook_path = cdi::resolve_cdi_hook(roots, o.nvidia_cdi_hook_path);
-  auto inventory = cdi::discover_driver(roots);
+Status write_base_spec(const config::Options& o, DiscoveredGpus& gpus, cdi::FileSpecStore& specs) {
+  const auto roots = driver_roots(o, gpus.model);
+  auto inventory = gpus.driver_files(roots);  // the GPU driver's, when it found them first
   if (!inventory) return inventory.error();
-  auto all = cdi::management_nodes(*inventory, roots);
-  auto common = cdi::management_edits(*inventory, roots);
+  auto all = cdi::management_nodes(**inventory, roots);
+  auto common = cdi::management_edits(**inventory, roots);
   common.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
   auto spec = cdi::build_base_spec(cdi::kComputeDomainVendor, "all", std::move(all), std::move(common));
   if (!spec) return spec.error();
@@ -88,7 +87,7 @@ boost::asio::awaitable<Result<DriverManagedOptions>> node_facts(RunContext& ctx,
     d.caps_major = caps->major;
     d.fabric_mgmt = caps->fabric_mgmt;
   }
-  auto written = co_await ctx.workers.run([&o, &model, &specs] { return write_base_spec(o, model, specs); });
+  auto written = co_await ctx.workers.run([&o, g = *gpus, &specs] { return write_base_spec(o, *g, specs); });
   if (!written) co_return written.error();
   d.plugin_dir = (std::filesystem::path(o.kubelet_plugins_dir) / config::kComputeDomainDriverName).string();
   d.pool = o.node_name;

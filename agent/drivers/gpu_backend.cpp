@@ -88,19 +88,17 @@ Status open_parts(GpuBackend::Parts& p, const config::Options& o) {
   if (!specs) return specs.error();
   p.specs = std::move(*specs);
   if (!p.gpus->library) return {};  // no driver (passthrough only): VFIO claims need none of its files
-  cdi::DriverRoots roots{o.nvidia_driver_root, o.container_driver_root, o.host_root, {},
-                         p.gpus->model.system.driver_version};
-  roots.hook_path = cdi::resolve_cdi_hook(roots, o.nvidia_cdi_hook_path);
+  const auto roots = driver_roots(o, p.gpus->model);
   if (roots.hook_path.empty()) {
     p.hook_problem = std::string("no nvidia-cdi-hook found (looked for ") + cdi::kHostCdiHookPaths[0] + ", " +
                      cdi::kHostCdiHookPaths[1] + " on the host and " + cdi::kDriverRootCdiHookPath +
                      " in the driver root): CDI specs go without the create-symlinks, enable-cuda-compat and "
                      "update-ldcache hooks; install the NVIDIA Container Toolkit or set --nvidia-cdi-hook-path";
   }
-  auto inventory = cdi::discover_driver(roots);
+  auto inventory = p.gpus->driver_files(roots);
   if (!inventory) return inventory.error();
-  p.host = cdi::host_view(*inventory, roots);
-  p.common_edits = cdi::driver_edits(*inventory, roots);
+  p.host = cdi::host_view(**inventory, roots);
+  p.common_edits = cdi::driver_edits(**inventory, roots);
   // Upstream's claim specs say so at spec level: the legacy NVIDIA runtime hook then hands an image
   // that sets NVIDIA_VISIBLE_DEVICES=all no GPU beyond the claim's.
   p.common_edits.env.push_back("NVIDIA_VISIBLE_DEVICES=void");

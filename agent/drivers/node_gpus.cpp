@@ -20,6 +20,18 @@
 
 namespace nvdra::drivers {
 
+Result<std::shared_ptr<const cdi::DriverInventory>> DiscoveredGpus::driver_files(const cdi::DriverRoots& roots) {
+  std::lock_guard lock(driver_mu_);
+  if (!driver_ || !(driver_->roots() == roots)) driver_ = std::make_unique<cdi::DriverDiscovery>(roots);
+  return driver_->current();
+}
+
+cdi::DriverRoots driver_roots(const config::Options& o, const nvml::DeviceModel& model) {
+  cdi::DriverRoots roots{o.nvidia_driver_root, o.container_driver_root, o.host_root, {}, model.system.driver_version};
+  roots.hook_path = cdi::resolve_cdi_hook(roots, o.nvidia_cdi_hook_path);
+  return roots;
+}
+
 NodeGpus::NodeGpus(boost::asio::any_io_executor ex, runtime::WorkerPool& workers, const config::Options& options)
     : ex_(std::move(ex)), workers_(workers), options_(options) {}
 NodeGpus::~NodeGpus() = default;

@@ -12,10 +12,12 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "agent/base/result.hpp"
+#include "cdi/driver_discovery.hpp"
 #include "nvml/device_model.hpp"
 #include "nvml/gpu_library.hpp"
 
@@ -27,7 +29,20 @@ namespace nvdra::drivers {
 struct DiscoveredGpus {
   std::unique_ptr<nvml::GpuLibrary> library;
   nvml::DeviceModel model;  // as discovered at start
+
+  // The driver's files for CDI specs, found once for both drivers (each used to walk the driver
+  // root itself: ~1,500 stats and opens at a start) and found again when libcuda.so.1 moves or the
+  // roots change. Blocking (the worker pool); thread-safe.
+  Result<std::shared_ptr<const cdi::DriverInventory>> driver_files(const cdi::DriverRoots& roots);
+
+ private:
+  std::mutex driver_mu_;
+  std::unique_ptr<cdi::DriverDiscovery> driver_;
 };
+
+// The driver roots of the node's CDI specs: the options' roots, the hook resolved, NVML's driver
+// version. Blocking (a few stats).
+cdi::DriverRoots driver_roots(const config::Options& o, const nvml::DeviceModel& model);
 
 class NodeGpus {
  public:

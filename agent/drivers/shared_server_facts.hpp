@@ -21,12 +21,15 @@ class SharedServerFacts {
   // after a server upgrade) asks again.
   static constexpr std::chrono::seconds kReuseFor{10};
 
-  explicit SharedServerFacts(std::string node_name) : node_name_(std::move(node_name)) {}
+  // `served_cache`: where the OpenAPI document's fields are kept between lookups and starts.
+  explicit SharedServerFacts(std::string node_name, std::shared_ptr<k8s::ServedFieldsCache> served_cache = nullptr)
+      : node_name_(std::move(node_name)), served_cache_(std::move(served_cache)) {}
 
   std::shared_ptr<k8s::ServerFacts> get(boost::asio::any_io_executor ex, std::shared_ptr<k8s::ApiServer> api) {
     if (!facts_) {
       facts_ = std::make_shared<k8s::ServerFacts>(std::move(ex), std::move(api),
-                                                  k8s::ServerFactsOptions{.node_name = node_name_, .reuse_for = kReuseFor});
+                                                  k8s::ServerFactsOptions{.node_name = node_name_, .reuse_for = kReuseFor,
+                                                                          .served_cache = served_cache_});
     }
     return facts_;
   }
@@ -38,6 +41,7 @@ class SharedServerFacts {
 
  private:
   std::string node_name_;
+  std::shared_ptr<k8s::ServedFieldsCache> served_cache_;
   std::shared_ptr<k8s::ServerFacts> facts_;
   std::shared_ptr<k8s::SliceWatch> slices_;
 };

@@ -100,6 +100,16 @@ SEEDS = {
         "err-no-url.json": dump({"paths": {"apis/resource.k8s.io/v1": {}}}),
         "err-no-paths.json": dump({"openapi": "3.0.0"}),
     },
+    "served_fields": {
+        "ok-entry.json": dump({"documentPath": "/openapi/v3/apis/resource.k8s.io/v1?hash=CD",
+                               "listAttributes": False, "multipleAllocations": True}),
+        "err-missing-field.json": dump({"documentPath": "/openapi/v3/apis/resource.k8s.io/v1?hash=CD",
+                                        "listAttributes": False}),
+        "err-extra-field.json": dump({"documentPath": "p", "listAttributes": False, "multipleAllocations": True,
+                                      "x": 1}),
+        "err-not-bool.json": dump({"documentPath": "p", "listAttributes": "no", "multipleAllocations": True}),
+        "err-truncated.json": '{"documentPath":"p","listAttr',
+    },
     "openapi_document": {
         "ok-1-36.json": dump({"components": {"schemas": {
             "io.k8s.api.resource.v1.Device": {"properties": {"name": {}, "allowMultipleAllocations": {}}},

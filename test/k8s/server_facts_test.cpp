@@ -25,8 +25,11 @@ namespace {
 namespace asio = boost::asio;
 using Api = asio::awaitable<ApiResult<std::string>>;
 
-constexpr const char* kIndex =
-    R"({"paths":{"apis/resource.k8s.io/v1":{"serverRelativeURL":"/openapi/v3/apis/resource.k8s.io/v1?hash=B"}}})";
+// The /openapi/v3 index naming the document by the hash of its content.
+std::string index_with(const std::string& hash) {
+  return R"({"paths":{"apis/resource.k8s.io/v1":{"serverRelativeURL":"/openapi/v3/apis/resource.k8s.io/v1?hash=)" +
+         hash + R"("}}})";
+}
 // A document that serves allowMultipleAllocations but no list attributes (a 1.36 server whose
 // document says so: the answer must come from the document, not from the version).
 constexpr const char* kDocument =
@@ -40,7 +43,8 @@ class FactsApi final : public ApiServer {
   asio::steady_timer gate;
   bool hold_version = false;
   bool openapi_fails = false;
-  int versions = 0, nodes = 0, paths = 0;
+  std::string hash = "B";
+  int versions = 0, nodes = 0, paths = 0, documents = 0;
 
   Api get(ResourceType type, ObjectKey key) override {
     EXPECT_EQ(type.plural, "nodes");
@@ -62,8 +66,9 @@ class FactsApi final : public ApiServer {
   Api get_path(std::string path) override {
     ++paths;
     if (openapi_fails) co_return make_local_error(kReasonConnection, "connection refused");
-    if (path == "/openapi/v3") co_return std::string(kIndex);
-    EXPECT_EQ(path, "/openapi/v3/apis/resource.k8s.io/v1?hash=B");
+    if (path == "/openapi/v3") co_return index_with(hash);
+    EXPECT_EQ(path, "/openapi/v3/apis/resource.k8s.io/v1?hash=" + hash);
+    ++documents;
     co_return std::string(kDocument);
   }
   asio::awaitable<ApiResult<ListResult>> list(ResourceType, std::string, ListOptions) override { co_return ListResult{}; }
@@ -82,9 +87,9 @@ struct Fixture {
   std::vector<std::optional<ServerFacts::Facts>> answers;
   int cancelled = 0;
 
-  ServerFacts make(std::chrono::milliseconds reuse_for = {}) {
+  ServerFacts make(std::chrono::milliseconds reuse_for = {}, std::shared_ptr<ServedFieldsCache> cache = nullptr) {
     return ServerFacts(io.get_executor(), api, ServerFactsOptions{"node-a", std::chrono::milliseconds(1),
-                                                                  std::chrono::milliseconds(2), reuse_for});
+                                                                  std::chrono::milliseconds(2), reuse_for, cache});
   }
   // Spawns a get(); its answer lands in answers[i].
   void ask(ServerFacts& facts, asio::cancellation_signal* cancel = nullptr) {
@@ -171,6 +176,53 @@ TEST(ServerFacts, AnUnreadableOpenApiMeansTheVersionsFields) {
   ASSERT_TRUE(f.answers[0]);
   EXPECT_EQ(f.answers[0]->served, (ServedFields{true, true}));  // what 1.36 serves
   EXPECT_EQ(f.api->paths, 1);  // the index failed; the server answered /version at once: not asked again
+}
+
+// The test ServedFieldsCache: one entry, as the agent's file keeps.
+class MemoryCache final : public ServedFieldsCache {
+ public:
+  std::string path;
+  ServedFields fields;
+  asio::awaitable<std::optional<ServedFields>> load(std::string document_path) override {
+    if (document_path != path) co_return std::nullopt;
+    co_return fields;
+  }
+  asio::awaitable<void> store(std::string document_path, ServedFields f) override {
+    path = std::move(document_path);
+    fields = f;
+    co_return;
+  }
+};
+
+TEST(ServerFacts, TheDocumentsFieldsAreKeptAndTheDocumentReadAgainOnlyWhenItsHashChanges) {
+  Fixture f;
+  auto cache = std::make_shared<MemoryCache>();
+  ServerFacts first = f.make({}, cache);  // a start
+  f.ask_in_turn(first, 1);
+  ASSERT_TRUE(f.answers[0]);
+  EXPECT_EQ(f.answers[0]->served, (ServedFields{false, true}));  // what the document serves
+  EXPECT_EQ(f.api->documents, 1);
+  EXPECT_EQ(cache->path, "/openapi/v3/apis/resource.k8s.io/v1?hash=B");
+  EXPECT_EQ(cache->fields, (ServedFields{false, true}));
+
+  // The next start: the index names the same document, so the fields come from the cache (changed
+  // here to tell them from the document's).
+  cache->fields = ServedFields{true, true};
+  ServerFacts second = f.make({}, cache);
+  f.ask_in_turn(second, 1);
+  ASSERT_TRUE(f.answers[1]);
+  EXPECT_EQ(f.answers[1]->served, (ServedFields{true, true}));
+  EXPECT_EQ(f.api->documents, 1) << "the document was fetched although its hash was known";
+  EXPECT_EQ(second.stats().documents, 0u);
+
+  // The server's document changed (an upgrade, a feature gate): a new hash, read again and kept.
+  f.api->hash = "C";
+  ServerFacts third = f.make({}, cache);
+  f.ask_in_turn(third, 1);
+  ASSERT_TRUE(f.answers[2]);
+  EXPECT_EQ(f.answers[2]->served, (ServedFields{false, true}));
+  EXPECT_EQ(f.api->documents, 2);
+  EXPECT_EQ(cache->path, "/openapi/v3/apis/resource.k8s.io/v1?hash=C");
 }
 
 }  // namespace

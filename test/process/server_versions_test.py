@@ -2,6 +2,7 @@
 (consumable shares, list-valued attributes, DynamicMIG counters), are accepted by an API server of each
 version, which validates against that version's OpenAPI documents and limits; what the agent publishes
 follows what each server serves (found through /openapi/v3) and what its gates keep."""
+import json
 import os
 import unittest
 
@@ -152,6 +153,37 @@ class ServerVersions(unittest.TestCase):
         self.assertEqual(sorted(p.split("?")[0] for p in asked),
                          ["/api/v1/nodes/" + node.node, "/openapi/v3", "/openapi/v3/apis/resource.k8s.io/v1",
                           "/version"], asked)
+        node.stop()
+
+    def test_served_fields_are_kept_until_the_servers_document_changes(self):
+        # The OpenAPI document is ~0.5 MB; its path in the /openapi/v3 index carries its hash. A restart
+        # that finds the same path takes the fields kept in the gpu driver's data directory; a server
+        # whose document changed (here: 1.36's instead of 1.35's) is read again.
+        node = self.node("l4", (1, 35), gates="", args=())
+        document = "/openapi/v3/apis/resource.k8s.io/v1"
+
+        def documents_read():
+            return [r for r in node.api.request_log() if r["method"] == "GET" and r["path"] == document]
+
+        self.assertEqual(len(documents_read()), 1)
+        kept = os.path.join(node.dirs.plugins, GPU, "nvdra-served-fields.json")
+        with open(kept) as f:
+            self.assertEqual(json.load(f), {"documentPath": document + "?hash=v1.35", "listAttributes": False,
+                                            "multipleAllocations": True})
+        node.stop()
+        node.api.reset_requests()
+        node.start()
+        self.assertEqual(documents_read(), [], "a restart fetched the document its hash said it knew")
+        self.assertIn("/openapi/v3", [r["path"] for r in node.api.request_log()])
+        self.assertIn("list attributes not served", node.agent_log())
+        node.stop()
+        node.api.doc_minor = 36  # the server now serves another document (list-valued attributes)
+        node.api.reset_requests()
+        node.start()
+        self.assertEqual(len(documents_read()), 1)
+        self.assertIn("list attributes served", node.agent_log())
+        with open(kept) as f:
+            self.assertEqual(json.load(f)["documentPath"], document + "?hash=v1.36")
         node.stop()
 
 

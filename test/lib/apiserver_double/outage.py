@@ -22,10 +22,12 @@ def go_down(double):
     double.hang_release.set()
     if double.httpd is None:
         return
-    double.store.drop_watches()
-    double.httpd.shutdown()
-    double.httpd.server_close()
-    double.httpd = None
+    # Down from here on: a request that still arrives on a connection not yet cut is not served
+    # (ApiHandler.dispatch), as nothing is served by a crashed server. Then the connections go, the
+    # watches with them: a client reacting to its watch's end finds nothing to send on.
+    httpd, double.httpd = double.httpd, None
+    httpd.shutdown()
+    httpd.server_close()
     with double.lock:
         conns = list(double.connections)
     for c in conns:
@@ -33,6 +35,7 @@ def go_down(double):
             c.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+    double.store.drop_watches()
 
 
 def come_up(double, port=None):

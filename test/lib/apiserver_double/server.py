@@ -365,6 +365,9 @@ class ApiHandler(BaseHTTPRequestHandler):
 
     def dispatch(self, method):
         d = self.server_double
+        if d.httpd is None:  # down (outage.go_down): this connection is about to be cut; answer nothing
+            self.close_connection = True
+            return
         url = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         self.last_status = 0
