@@ -46,6 +46,21 @@ TEST_F(DoubleTest, AWatchTakesAnIdleConnectionAndHoldsIt) {
   });
 }
 
+TEST_F(DoubleTest, AServerNamedByHostNameIsLookedUpAndAnAddressIsNot) {
+  auto by_address = double_->client_config();  // https://127.0.0.1:<port>: no lookup
+  auto by_name = by_address;
+  by_name.host = "localhost";  // in the double's certificate too: looked up, then verified under that name
+  auto a = transport(io_, by_address);
+  auto n = transport(io_, by_name);
+  run([&]() -> awaitable<void> {
+    auto first = co_await a->exchange(HttpMethod::kGet, "/version", {});
+    CO_ASSERT_TRUE(first && first->status == 200);
+    auto second = co_await n->exchange(HttpMethod::kGet, "/version", {});
+    CO_ASSERT_TRUE(second && second->status == 200);
+    EXPECT_EQ(n->connections_opened(), 1u) << "another server name, another pool";
+  });
+}
+
 TEST(SharedConnections, KeepsAtMostFourIdle) {
   asio::io_context io;
   asio::ssl::context ctx(asio::ssl::context::tls_client);
