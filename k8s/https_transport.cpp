@@ -264,12 +264,9 @@ awaitable<ApiResult<HttpResponse>> HttpsTransport::exchange_in_slot(HttpMethod m
   int throttled = 0;
   for (int attempt = 0;; ++attempt) {
     co_await wait_for_limiter(to_verb(method), target);
-    std::unique_ptr<Conn> conn = shared_->take_idle();
-    if (!conn) {
-      auto made = co_await connect();
-      if (!made) co_return made.error();
-      conn = std::move(*made);
-    }
+    auto got = co_await idle_or_new();
+    if (!got) co_return got.error();
+    std::unique_ptr<Conn> conn = std::move(*got);
     http::request<http::string_body> req{to_verb(method), config_.path_prefix + target, 11};
     req.set(http::field::host, config_.host);
     req.set(http::field::user_agent, config_.user_agent);

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
+#include "agent/base/bounded_read.hpp"
 #include "agent/base/log.hpp"
 #include "agent/config/options.hpp"
 #include "agent/runtime/worker_pool.hpp"
@@ -20,13 +20,9 @@ namespace {
 constexpr std::size_t kMaxBytes = 64 * 1024;  // a few hundred bytes written; anything larger is not ours
 
 std::optional<k8s::ServedFieldsEntry> read_entry(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text(kMaxBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (text.size() > kMaxBytes) return std::nullopt;
-  return k8s::decode_served_fields(text);
+  auto text = read_bounded(path, kMaxBytes, "the served-fields cache");
+  if (!text) return std::nullopt;  // missing or too large: a miss
+  return k8s::decode_served_fields(*text);
 }
 
 // Written aside and renamed over: a reader sees the old entry or the new one. No fsync: a cache.
