@@ -45,12 +45,17 @@ set(CMAKE_NO_SYSTEM_FROM_IMPORTED OFF)
 
 # lld links the ~80 test and bench executables several times faster than GNU ld on CI's 2 cores.
 find_program(NVDRA_LLD ld.lld)
+set(NVDRA_TEXT_ORDER OFF)
 if(NVDRA_LLD AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   add_link_options(-fuse-ld=lld)
   # Unreferenced sections dropped and identical functions folded where no address is taken (clang's
   # address-significance tables make --icf=safe exact): the stripped agent is 4% smaller.
   if(NOT NVDRA_ANY_SANITIZER)
     add_link_options(-Wl,--gc-sections,--icf=safe)
+    # A section per function: the unreferenced ones go one by one, and agent/text-order.txt can lay
+    # out the functions a running agent calls together, apart from those it never calls (issue #33).
+    add_compile_options(-ffunction-sections -fdata-sections)
+    set(NVDRA_TEXT_ORDER ON)
   endif()
 endif()
 

@@ -1,0 +1,74 @@
+"""agent/text-order.txt (contrib/dev/code-order) has its effect: in a tree that links with it (release,
+lld), the functions the list names come first in the agent's .text, together, and the rest after them;
+in a tree that does not (sanitizers), they lie where the compiler put them. The list must also still
+name the agent's functions: a list gone stale lays out nothing, and this test says to regenerate it."""
+import os
+import re
+import subprocess
+import unittest
+
+SRC = os.path.abspath(os.environ.get("NVDRA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")))
+BIN = os.path.abspath(os.environ.get("NVDRA_BINARY_DIR", os.path.join(SRC, "build")))
+ORDERED = os.environ.get("NVDRA_TEXT_ORDER") == "ON"
+AGENT = os.path.join(BIN, "agent", "nvdra-agent")
+REGENERATE = "regenerate it with contrib/dev/code-order (needs valgrind and a release tree)"
+
+
+def listed():
+    with open(os.path.join(SRC, "agent", "text-order.txt")) as f:
+        return {line.strip() for line in f if line.strip() and not line.startswith("#")}
+
+
+def text_section(binary):
+    out = subprocess.run(["readelf", "-SW", binary], check=True, capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        m = re.match(r"\s*\[\s*\d+\]\s+\.text\s+\S+\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", line)
+        if m:
+            return int(m.group(1), 16), int(m.group(2), 16)
+    raise AssertionError(f"{binary} has no .text")
+
+
+def functions(binary):
+    """{symbol: address} of the functions in the binary's symbol table."""
+    out = subprocess.run(["nm", "--defined-only", binary], check=True, capture_output=True, text=True).stdout
+    found = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "tTwW":
+            found[parts[2]] = int(parts[0], 16)
+    return found
+
+
+class CodeOrder(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.names = listed()
+        cls.functions = functions(AGENT)
+        cls.start, cls.size = text_section(AGENT)
+
+    def test_the_list_still_names_the_agents_functions(self):
+        self.assertGreater(len(self.names), 1000, "agent/text-order.txt is nearly empty; " + REGENERATE)
+        present = len(self.names & self.functions.keys())
+        self.assertGreaterEqual(present / len(self.names), 0.8,
+                                f"only {present} of the {len(self.names)} functions agent/text-order.txt names "
+                                f"are still in the agent; " + REGENERATE)
+
+    def test_the_listed_functions_come_first_where_the_link_uses_the_list(self):
+        at = [self.functions[n] - self.start for n in self.names if n in self.functions]
+        at = [a for a in at if 0 <= a < self.size]
+        # Where the list orders the link, everything it names ends well before the end of .text (about
+        # 55 %: gRPC's archives have a section per file, not per function, so whole files come along);
+        # where not, what an agent calls is spread through all of it.
+        reach = max(at) / self.size
+        if ORDERED:
+            self.assertLess(reach, 0.8, f"the listed functions reach {reach:.0%} into .text: the link did "
+                                        "not lay them out first")
+            others = [a for n, a in self.functions.items() if n not in self.names and 0 <= a - self.start < self.size]
+            self.assertTrue(any(a - self.start > max(at) for a in others), "no unlisted function after the listed")
+        else:
+            self.assertGreater(reach, 0.9, f"the listed functions end {reach:.0%} into .text in a tree "
+                                           "that does not link with the list")
+
+
+if __name__ == "__main__":
+    unittest.main()
