@@ -1,7 +1,8 @@
 """agent/text-order.txt (contrib/dev/code-order) has its effect: in a tree that links with it (release,
 lld), the functions the list names come first in the agent's .text, together, and the rest after them;
 in a tree that does not (sanitizers), they lie where the compiler put them. The list must also still
-name the agent's functions: a list gone stale lays out nothing, and this test says to regenerate it."""
+name the release agent's functions: a list gone stale lays out nothing, and this test says to
+regenerate it."""
 import os
 import re
 import subprocess
@@ -48,6 +49,10 @@ class CodeOrder(unittest.TestCase):
 
     def test_the_list_still_names_the_agents_functions(self):
         self.assertGreater(len(self.names), 1000, "agent/text-order.txt is nearly empty; " + REGENERATE)
+        if not ORDERED:
+            # A sanitizer tree inlines differently and keeps gRPC shared: the list is the release link's.
+            self.assertGreater(len(self.names & self.functions.keys()), 0, "no listed function in the agent")
+            return
         present = len(self.names & self.functions.keys())
         self.assertGreaterEqual(present / len(self.names), 0.8,
                                 f"only {present} of the {len(self.names)} functions agent/text-order.txt names "
