@@ -1,5 +1,6 @@
 #include "k8s/https_connection.hpp"
 
+#include <algorithm>
 #include <mutex>
 
 namespace nvdra::k8s {
@@ -26,17 +27,25 @@ std::shared_ptr<SharedConnections> SharedConnections::for_server(
   return shared;
 }
 
-std::unique_ptr<HttpsConnection> SharedConnections::take_idle() {
+void SharedConnections::close_expired(Clock::time_point now) {
+  // The oldest are first: the rest were given back later.
+  auto fresh = std::find_if(idle_.begin(), idle_.end(), [now](const Idle& i) { return now - i.since < kIdleTimeout; });
+  idle_.erase(idle_.begin(), fresh);
+}
+
+std::unique_ptr<HttpsConnection> SharedConnections::take_idle(Clock::time_point now) {
+  close_expired(now);
   if (idle_.empty()) return nullptr;
-  auto conn = std::move(idle_.back());  // the most recently used: the least likely closed by the server
+  auto conn = std::move(idle_.back().conn);  // the most recently used: the least likely closed by the server
   idle_.pop_back();
   return conn;
 }
 
-void SharedConnections::give_back(std::unique_ptr<HttpsConnection> conn) {
+void SharedConnections::give_back(std::unique_ptr<HttpsConnection> conn, Clock::time_point now) {
+  close_expired(now);
   if (idle_.size() >= kMaxIdle) return;
   conn->reused = true;
-  idle_.push_back(std::move(conn));
+  idle_.push_back(Idle{std::move(conn), now});
 }
 
 }  // namespace nvdra::k8s
