@@ -281,7 +281,11 @@ class UpstreamPlugins:
             if wait_slices:
                 self.wait_published(timeout)
         except Exception as e:
-            raise AssertionError(f"upstream did not get ready: {e}; logs:\n{self.log_text()}")
+            logs = self.log_text()
+            # Nothing of a failed start outlives it: a caller that records the failure and goes on (the
+            # scale bench on DynamicMIG profiles) left the plugin that did start running.
+            self.stop(signal.SIGKILL)
+            raise AssertionError(f"upstream did not get ready: {e}; logs:\n{logs}")
         self.ready_ms = (time.monotonic() - self.started_at) * 1000
         return self
 
