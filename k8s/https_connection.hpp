@@ -3,8 +3,8 @@
 // every client of one API server shares. An agent has a client per driver and purpose (slices, claim
 // reads, Events), each with its own rate limits; the keep-alive connections under them are one pool:
 // an agent on an 8-GPU node opens 5 TLS connections to start instead of 11, and holds 5 once idle (its
-// 3 watches, 2 kept) instead of 10; after a burst, at most 8 more until they expire. TLS sessions are not resumed: as client-go, every new connection
-// verifies the server's certificate.
+// 3 watches, 2 kept) instead of 10; after a burst, up to 8 kept until they expire. TLS sessions are not
+// resumed: as client-go, every new connection verifies the server's certificate.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
@@ -31,8 +31,8 @@ class SharedConnections {
  public:
   using Clock = std::chrono::steady_clock;
   // One client's concurrent exchanges (ClientConfig::max_connections): a burst of one client (64
-  // concurrent prepares' claim reads) then circulates its connections without closing any and
-  // opening it again with a handshake. With 4 kept, such a burst reopened ~13 connections.
+  // concurrent prepares' claim reads) then reuses its connections instead of closing some as they
+  // come back and opening others with a full handshake. With 4 kept, each such burst opened ~13.
   static constexpr std::size_t kMaxIdle = 8;
   // Kept unused longer than this, a connection is closed at the pool's next use (client-go's
   // IdleConnTimeout), so an agent back to idle holds its watches and a few kept: no timer, which
