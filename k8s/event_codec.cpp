@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/base/utf8.hpp"
 #include "k8s/lease_codec.hpp"
 
 namespace nvdra::k8s {
@@ -28,15 +29,6 @@ json::object series_json(const EventSeries& s) {
 }
 
 }  // namespace
-
-std::string truncate_utf8(std::string text, std::size_t max) {
-  if (text.size() <= max) return text;
-  std::size_t cut = max;
-  // Step back over continuation bytes (10xxxxxx) so the cut falls before a character's first byte.
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  text.resize(cut);
-  return text;
-}
 
 EventIdentity make_identity(const ObjectRef& regarding, std::string controller, std::string instance,
                             std::chrono::system_clock::time_point now) {

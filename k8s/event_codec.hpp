@@ -56,9 +56,6 @@ struct EventIdentity {
 EventIdentity make_identity(const ObjectRef& regarding, std::string controller, std::string instance,
                             std::chrono::system_clock::time_point now);
 
-// Cuts `text` to at most `max` bytes without splitting a UTF-8 sequence.
-std::string truncate_utf8(std::string text, std::size_t max);
-
 std::string encode_event(const EventIdentity& id, const EventInfo& info, const std::optional<EventSeries>& series);
 // {"series":{"count":N,"lastObservedTime":"…"}}: what client-go's CreateTwoWayMergePatch yields
 // between the event without and with its series.

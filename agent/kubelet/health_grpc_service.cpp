@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "agent/base/utf8.hpp"
 #include "agent/kubelet/grpc_services.hpp"
 #include "agent/kubelet/health_source.hpp"
 #include "agent/kubelet/proto/health_v1.grpc.pb.h"
@@ -35,7 +36,8 @@ Response to_proto(const HealthSnapshot& snap) {
     h->set_health(static_cast<WireHealth>(d.health == Health::kHealthy ? 1 : d.health == Health::kUnhealthy ? 2 : 0));
     h->set_last_updated_time(d.last_updated_unix);
     h->set_health_check_timeout_seconds(std::max<int64_t>(d.timeout_seconds, 0));
-    if (d.message.size() > kMaxMessage) h->set_message(d.message.substr(0, kMaxMessage - 3) + "...");
+    // Cut between characters: a proto3 string that is not UTF-8 fails to parse on kubelet's side.
+    if (d.message.size() > kMaxMessage) h->set_message(truncate_utf8(d.message, kMaxMessage - 3) + "...");
     else h->set_message(d.message);
   }
   return out;

@@ -157,6 +157,19 @@ TEST(OpaqueConfigDecode, OversizedInputIsRefusedBeforeParsing) {
   EXPECT_NE(r.error().message.find("more than the 65536 accepted"), std::string::npos);
 }
 
+TEST(OpaqueConfigDecode, AQuotedInputCutAtItsLimitKeepsWholeCharacters) {
+  // The 256-byte cut falls on the second byte of a two-byte character (Đ, C4 90): the quote ends
+  // before it, so the message stays UTF-8 (fuzz_admission_review: the denial was not JSON any more).
+  std::string json = R"({"kind":"GpuConfig","x":")";
+  json += std::string(255 - json.size(), 'a') + "\xC4\x90" + "\"}";
+  auto r = decode_opaque_config(json);
+  ASSERT_FALSE(r.ok());
+  const std::string& m = r.error().message;
+  ASSERT_NE(m.find("Object 'apiVersion' is missing in"), std::string::npos) << m;
+  EXPECT_NE(m.find(std::string(10, 'a') + "\xE2\x80\xA6'"), std::string::npos) << "cut before the character: " << m;
+  EXPECT_EQ(m.find('\xC4'), std::string::npos) << m;
+}
+
 // ---- Normalize -------------------------------------------------------------------------------
 
 OpaqueConfig decoded(const char* json) {

@@ -144,6 +144,15 @@ void health_stream_reports_at_once_and_on_change(PluginFixture& f, LoopThread& l
   EXPECT_EQ(report.devices(0).message().size(), 1024u);  // kubelet's limit, ending in "..."
   EXPECT_EQ(report.devices(0).message().substr(1021), "...");
 
+  // A character the cut would split goes whole: the message stays UTF-8, as a proto3 string must.
+  loop.sync([&] {
+    health.set({DeviceHealth{"node-1", "gpu-0", Health::kUnhealthy, 300, 0,
+                             std::string(1020, 'x') + "\xC4\x90" + std::string(10, 'y')},
+                DeviceHealth{"node-1", "gpu-1", Health::kHealthy, 300, 60, ""}});
+  });
+  ASSERT_TRUE(reader->Read(&report));
+  EXPECT_EQ(report.devices(0).message(), std::string(1020, 'x') + "...");
+
   ctx.TryCancel();
   EXPECT_FALSE(reader->Read(&report));
   reader->Finish();

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/base/utf8.hpp"
 #include "agent/claims/config/config_quantity.hpp"
 #include "agent/claims/config/opaque_config.hpp"
 
@@ -285,10 +286,11 @@ Error invalid(std::string message, std::string field = {}) {
   return Error{ErrorCode::kInvalidArgument, std::move(message), {}, std::move(field)};
 }
 
-// apimachinery quotes the whole input in its "missing" errors; keep operators' logs bounded.
+// apimachinery quotes the whole input in its "missing" errors; keep operators' logs bounded. The cut
+// keeps whole characters: the message goes into JSON (AdmissionReview, Events), which must stay UTF-8.
 std::string quoted_input(std::string_view json) {
   constexpr std::size_t kMax = 256;
-  return json.size() <= kMax ? std::string(json) : std::string(json.substr(0, kMax)) + "…";
+  return json.size() <= kMax ? std::string(json) : truncate_utf8(std::string(json), kMax) + "…";
 }
 
 // Like apimachinery's json meta interpreter: apiVersion and kind are read leniently from the top level.
