@@ -9,6 +9,7 @@
 
 #include "agent/base/log.hpp"
 #include "agent/controller/compute_domain_controller.hpp"
+#include "agent/drivers/client_config_cache.hpp"
 #include "agent/drivers/driver_component.hpp"
 #include "agent/drivers/node_gpus.hpp"
 #include "agent/drivers/served_fields_file.hpp"
@@ -117,7 +118,10 @@ int App::run() {
   drivers::SharedServerFacts server_facts(
       options_.node_name,
       std::make_shared<drivers::ServedFieldsFile>(workers, drivers::ServedFieldsFile::path_for(options_)));
-  RunContext ctx{io.get_executor(), workers, readiness, *notifier_, options_, status, bus, gpus, server_facts, metrics};
+  drivers::ClientConfigCache client_configs(io.get_executor(), workers,
+                                            drivers::ClientConfigCache::from_files(options_.kubeconfig));
+  RunContext ctx{io.get_executor(), workers,      readiness,      *notifier_, options_, status,
+                 bus,               gpus,         server_facts,   client_configs, metrics};
   supervisor.on_deadline([&io] { io.stop(); });
 
   // Signals first: from here on SIGTERM means a clean stop, so STATUS=starting may announce it

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "agent/drivers/client_config_cache.hpp"
 #include "agent/metrics/metered_api_server.hpp"
 #include "agent/metrics/metrics.hpp"
 #include "k8s/client_config.hpp"
@@ -16,6 +17,8 @@ bool api_server_configured(const config::Options& options) {
 
 namespace {
 
+using Awaitable = boost::asio::awaitable<Result<std::shared_ptr<k8s::ApiServer>>>;
+
 // One for the agent, shared by all its API clients while any lives: the agent comes back after an
 // API server restart as one client, at one moment of the spread (ReconnectPacing). Executor thread.
 std::shared_ptr<ReconnectPacing> agent_reconnect_pacing(const config::Options& o) {
@@ -27,25 +30,26 @@ std::shared_ptr<ReconnectPacing> agent_reconnect_pacing(const config::Options& o
   return p;
 }
 
-Result<std::shared_ptr<k8s::ApiServer>> connect(RunContext& ctx, double qps, int burst, const char* limit_options) {
-  const auto& o = ctx.options;
-  auto cfg = k8s::load_client_config(o.kubeconfig, qps, burst);
-  if (!cfg) return cfg.error();
+Awaitable connect(RunContext& ctx, double qps, int burst, const char* limit_options) {
+  auto cfg = co_await ctx.client_configs.get();
+  if (!cfg) co_return cfg.error();
+  cfg->qps = qps;
+  cfg->burst = burst;
   cfg->limit_options = limit_options;
-  cfg->reconnect_pacing = agent_reconnect_pacing(o);
+  cfg->reconnect_pacing = agent_reconnect_pacing(ctx.options);
   auto api = k8s::HttpsApiServer::create(ctx.executor, std::move(*cfg));
-  if (!api) return api.error();
+  if (!api) co_return api.error();
   // Every request is counted for the metrics page (nvdra_api_*).
-  return std::shared_ptr<k8s::ApiServer>(std::make_shared<metrics::MeteredApiServer>(std::move(*api), ctx.metrics));
+  co_return std::shared_ptr<k8s::ApiServer>(std::make_shared<metrics::MeteredApiServer>(std::move(*api), ctx.metrics));
 }
 
 }  // namespace
 
-Result<std::shared_ptr<k8s::ApiServer>> connect_api_server(RunContext& ctx) {
+Awaitable connect_api_server(RunContext& ctx) {
   return connect(ctx, ctx.options.kube_api_qps, ctx.options.kube_api_burst, "--kube-api-qps/--kube-api-burst");
 }
 
-Result<std::shared_ptr<k8s::ApiServer>> connect_claim_reader(RunContext& ctx) {
+Awaitable connect_claim_reader(RunContext& ctx) {
   return connect(ctx, ctx.options.claim_read_qps, ctx.options.claim_read_burst,
                  "--claim-read-qps/--claim-read-burst");
 }

@@ -2,6 +2,8 @@
 // The API connection the drivers use to read claims and publish ResourceSlices. Without a
 // kubeconfig and outside a cluster there is none: the agent then only serves kubelet, and says so
 // once.
+#include <boost/asio/awaitable.hpp>
+
 #include <memory>
 
 #include "agent/base/result.hpp"
@@ -16,8 +18,9 @@ namespace nvdra::drivers {
 bool api_server_configured(const config::Options& options);
 
 // The HTTPS client for the configured API server; an error names the kubeconfig or in-cluster file.
-Result<std::shared_ptr<k8s::ApiServer>> connect_api_server(RunContext& ctx);
+// The files are read on a worker, once for the clients made together (ClientConfigCache).
+boost::asio::awaitable<Result<std::shared_ptr<k8s::ApiServer>>> connect_api_server(RunContext& ctx);
 // The same server through a client with its own limits (--claim-read-qps/-burst) for claim reads.
-Result<std::shared_ptr<k8s::ApiServer>> connect_claim_reader(RunContext& ctx);
+boost::asio::awaitable<Result<std::shared_ptr<k8s::ApiServer>>> connect_claim_reader(RunContext& ctx);
 
 }  // namespace nvdra::drivers

@@ -173,7 +173,7 @@ boost::asio::awaitable<void> ComputeDomainBackend::start_host_managed(Parts& par
     nvdra::logger("compute-domain")->warn("driver=compute-domain.nvidia.com start-up cleanup: {}, ignoring",
                                           e.describe());
   if (api_server_configured(o))
-    if (auto labels_api = connect_api_server(ctx_))
+    if (auto labels_api = co_await connect_api_server(ctx_))
       parts.mode_change = std::make_unique<ModeChangeCleanup>(
           *parts.handler, *parts.committer, std::make_shared<NodeLabels>(std::move(*labels_api), o.node_name));
 }

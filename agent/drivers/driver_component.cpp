@@ -134,10 +134,10 @@ boost::asio::awaitable<void> DriverComponent::serve() {
   auto log = nvdra::logger(name());
   std::shared_ptr<k8s::ApiServer> api, claim_reader;
   if (api_server_configured(ctx_.options)) {
-    auto connected = connect_api_server(ctx_);
+    auto connected = co_await connect_api_server(ctx_);
     if (!connected) throw std::runtime_error("driver " + name() + ": Kubernetes API: " + connected.error().describe());
     api = std::move(*connected);
-    auto reader = connect_claim_reader(ctx_);
+    auto reader = co_await connect_claim_reader(ctx_);
     if (!reader) throw std::runtime_error("driver " + name() + ": Kubernetes API: " + reader.error().describe());
     claim_reader = std::move(*reader);
   } else {
@@ -273,7 +273,7 @@ boost::asio::awaitable<void> DriverComponent::serve_with_events() {
   // The recorder has its own client (its own QPS budget: Events never delay slices or claim reads)
   // and outlives a failed run. Without an API server there is nothing to report to.
   if (!events_ && api_server_configured(ctx_.options)) {
-    if (auto api = connect_api_server(ctx_)) {
+    if (auto api = co_await connect_api_server(ctx_)) {
       k8s::EventRecorderOptions eo;
       eo.reporting_controller = name();
       eo.reporting_instance = reporting_instance(name(), ctx_.options.node_name);

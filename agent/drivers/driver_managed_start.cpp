@@ -129,16 +129,16 @@ boost::asio::awaitable<void> keep_clique_label(std::shared_ptr<NodeLabels> label
 }
 
 // Why this mode cannot serve on this node ("" when it can), and the API client when it can.
-std::string refusal_of(RunContext& ctx, const Result<DriverManagedOptions>& facts,
-                       std::shared_ptr<k8s::ApiServer>& api) {
-  if (!facts) return facts.error().describe();
+boost::asio::awaitable<std::string> refusal_of(RunContext& ctx, const Result<DriverManagedOptions>& facts,
+                                               std::shared_ptr<k8s::ApiServer>& api) {
+  if (!facts) co_return facts.error().describe();
   if (!api_server_configured(ctx.options))
-    return "driver-managed IMEX needs the Kubernetes API (ComputeDomains, ComputeDomainCliques, the Node's labels): "
-           "set --kubeconfig or run in a cluster";
-  auto connected = connect_api_server(ctx);
-  if (!connected) return connected.error().describe();
+    co_return "driver-managed IMEX needs the Kubernetes API (ComputeDomains, ComputeDomainCliques, the Node's "
+              "labels): set --kubeconfig or run in a cluster";
+  auto connected = co_await connect_api_server(ctx);
+  if (!connected) co_return connected.error().describe();
   api = std::move(*connected);
-  return {};
+  co_return std::string();
 }
 
 }  // namespace
@@ -162,7 +162,7 @@ boost::asio::awaitable<Result<std::unique_ptr<DriverManagedParts>>> start_driver
   auto facts = co_await node_facts(ctx, specs);
   std::shared_ptr<k8s::ApiServer> api;
   auto options = facts ? *facts : DriverManagedOptions{};
-  options.refusal = refusal_of(ctx, facts, api);
+  options.refusal = co_await refusal_of(ctx, facts, api);
   auto parts = std::make_unique<DriverManagedParts>();
   parts->executor = ctx.executor;
   const auto clique = options.clique_id;

@@ -15,6 +15,7 @@ namespace nvdra::systemd { class Notifier; }
 namespace nvdra::systemd_bus { class BusConnection; }
 namespace nvdra::status { class AgentStatus; }
 namespace nvdra::drivers {
+class ClientConfigCache;
 class NodeGpus;
 class SharedServerFacts;
 }  // namespace nvdra::drivers
@@ -38,6 +39,7 @@ struct RunContext {
   systemd_bus::BusConnection& system_bus;  // shared: status service and IMEX unit watcher
   drivers::NodeGpus& gpus;                 // the one NVML session, shared by both drivers
   drivers::SharedServerFacts& server_facts;  // the API server's version, Node and fields, asked once
+  drivers::ClientConfigCache& client_configs;  // the kubeconfig every API client is made from, read once
   metrics::Metrics& metrics;               // the Prometheus registry (a metrics::Sink for the leaves)
 };
 

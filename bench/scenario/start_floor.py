@@ -6,7 +6,9 @@ that serves both drivers' registration and DRA sockets (grpc), lets the kubelet 
 them over kubelet's real protocol (GetInfo, NotifyRegistrationStatus), and meanwhile creates the same
 ResourceSlices nvdra published (their bytes, under another node's name) on the API double, one keep-alive
 TLS connection per driver, both drivers at once. The floor starts with its process already running and its
-imports done, so the exec and the library loading of nvdra's start are above it.
+imports done, so the exec and the library loading of nvdra's start are above it. The same run times that
+part on its own: `nvdra-agent --version` from spawn to exit (exec, the dynamic loader, static
+initialisers, the command line), reported as `exec_p50_ms` and as a second ratio against floor + exec.
 
 Before each nvdra round its slices are deleted, so every start writes them (an unchanged restart writes
 nothing). Profiles: the generated 8 x H100 node (8 devices, MIG off) by default, --dynamic-mig-gpus N for N
@@ -21,6 +23,7 @@ import http.client
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -127,6 +130,14 @@ def nvdra_round(node):
     return ms
 
 
+def exec_round():
+    """Milliseconds to spawn `nvdra-agent --version` and see it exit: what any start pays before main()."""
+    from nvdra_testlib import agent_binary
+    t0 = time.monotonic()
+    subprocess.run([agent_binary(), "--version"], check=True, stdout=subprocess.DEVNULL)
+    return (time.monotonic() - t0) * 1000
+
+
 def measure(args):
     from gpu_node import SimulatedNode
     from machine_profiles import write_profile
@@ -143,17 +154,20 @@ def measure(args):
         by_driver = {}
         for body in floor_slices(slices, uid):
             by_driver.setdefault(body["spec"]["driver"], []).append(body)
-        nv, fl = [], []
+        nv, fl, ex = [], [], []
         for _ in range(args.rounds):
             nv.append(nvdra_round(node))
             fl.append(floor_round(node, root, by_driver))
+            ex.append(exec_round())
         devices = sum(len(s["spec"].get("devices", [])) for s in slices)
-        med_nv, med_fl = statistics.median(nv), statistics.median(fl)
+        med_nv, med_fl, med_ex = statistics.median(nv), statistics.median(fl), statistics.median(ex)
         return {"profile": f"{args.dynamic_mig_gpus or args.gpus} x H100" + (" DynamicMIG" if mig else ""),
                 "devices": devices, "slices": len(slices), "rounds": args.rounds,
                 "nvdra_start_ms": [round(x, 1) for x in nv], "floor_ms": [round(x, 1) for x in fl],
                 "nvdra_start_p50_ms": round(med_nv, 1), "floor_p50_ms": round(med_fl, 1),
-                "nvdra_over_floor": round(med_nv / med_fl, 2), "agent_args": args.agent_args}
+                "nvdra_over_floor": round(med_nv / med_fl, 2), "exec_ms": [round(x, 1) for x in ex],
+                "exec_p50_ms": round(med_ex, 1), "nvdra_over_floor_with_exec": round(med_nv / (med_fl + med_ex), 2),
+                "agent_args": args.agent_args}
     finally:
         node.cleanup()
 
