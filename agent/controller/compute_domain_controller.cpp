@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "agent/base/log.hpp"
+#include "agent/drivers/client_config_cache.hpp"
 #include "agent/config/options.hpp"
 #include "agent/controller/compute_domain_reconciler.hpp"
 #include "agent/metrics/metered_api_server.hpp"
@@ -42,7 +43,12 @@ awaitable<void> ComputeDomainController::run() {
     asio::steady_timer forever(ctx_.executor, asio::steady_timer::time_point::max());
     co_await forever.async_wait(asio::use_awaitable);
   }
-  auto cfg = k8s::load_client_config(o.kubeconfig, o.kube_api_qps, o.kube_api_burst);
+  // Read on a worker, shared with the drivers' clients made at the same start.
+  auto cfg = co_await ctx_.client_configs.get();
+  if (cfg) {
+    cfg->qps = o.kube_api_qps;
+    cfg->burst = o.kube_api_burst;
+  }
   if (!cfg) {
     report("API client: " + cfg.error().describe());
     throw std::runtime_error("controller: " + cfg.error().describe());  // restarted with backoff
