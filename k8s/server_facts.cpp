@@ -46,7 +46,7 @@ awaitable<void> fetch_node_uid(ApiServer& api, const std::string& node_name, std
 }  // namespace
 
 ServerFacts::ServerFacts(asio::any_io_executor ex, std::shared_ptr<ApiServer> api, ServerFactsOptions options)
-    : ex_(std::move(ex)), api_(std::move(api)), options_(std::move(options)) {}
+    : ex_(std::move(ex)), api_(std::move(api)), options_(std::move(options)), flight_(ex_) {}
 
 ServerFacts::~ServerFacts() = default;
 
@@ -57,27 +57,11 @@ awaitable<void> ServerFacts::sleep(std::chrono::milliseconds d) {
 
 awaitable<ServerFacts::Facts> ServerFacts::get() {
   const uint64_t seen = completed_;
-  while (looking_up_) {
-    auto timer = std::make_shared<asio::steady_timer>(ex_, asio::steady_timer::time_point::max());
-    waiters_.push_back(timer);
-    boost::system::error_code ec;
-    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    std::erase(waiters_, timer);
-    auto state = co_await asio::this_coro::cancellation_state;
-    if (state.cancelled() != asio::cancellation_type::none)
-      throw boost::system::system_error(asio::error::operation_aborted);
-  }
+  co_await flight_.wait_idle();
   // Joined a lookup that answered, or one answered recently enough.
   if (last_ && (completed_ != seen || std::chrono::steady_clock::now() - last_at_ < options_.reuse_for)) co_return *last_;
-  looking_up_ = true;
   // Also when the lookup is cancelled (its driver stopped): a waiter then looks up itself.
-  struct Release {
-    ServerFacts& self;
-    ~Release() {
-      self.looking_up_ = false;
-      for (auto& w : self.waiters_) w->cancel();
-    }
-  } release{*this};
+  auto run = flight_.begin();
   Facts facts = co_await lookup();
   last_ = facts;
   last_at_ = std::chrono::steady_clock::now();

@@ -23,6 +23,7 @@
 #include "k8s/api_server.hpp"
 #include "k8s/served_fields_cache.hpp"
 #include "k8s/server_features.hpp"
+#include "k8s/single_flight.hpp"
 
 namespace nvdra::k8s {
 
@@ -63,9 +64,8 @@ class ServerFacts {
   ServerFactsOptions options_;
   std::optional<Facts> last_;
   std::chrono::steady_clock::time_point last_at_{};
-  bool looking_up_ = false;
+  SingleFlight flight_;      // one lookup at a time; callers that come meanwhile wait for it
   uint64_t completed_ = 0;  // lookups answered: a waiter whose lookup answered takes its answer
-  std::vector<std::shared_ptr<boost::asio::steady_timer>> waiters_;  // woken when a lookup ends
   Stats stats_;
 };
 

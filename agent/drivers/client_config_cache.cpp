@@ -1,11 +1,5 @@
 #include "agent/drivers/client_config_cache.hpp"
 
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
-#include <algorithm>
-
 #include "agent/runtime/worker_pool.hpp"
 #include "k8s/tls_context.hpp"
 
@@ -26,31 +20,13 @@ ClientConfigCache::Loader ClientConfigCache::from_files(std::string kubeconfig_p
 }
 
 ClientConfigCache::ClientConfigCache(asio::any_io_executor ex, runtime::WorkerPool& workers, Loader load, Clock clock)
-    : ex_(std::move(ex)), workers_(workers), load_(std::move(load)), clock_(std::move(clock)) {}
-
-asio::awaitable<void> ClientConfigCache::wait_for_load() {
-  auto timer = std::make_shared<asio::steady_timer>(ex_, asio::steady_timer::time_point::max());
-  waiters_.push_back(timer);
-  boost::system::error_code ec;
-  co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  std::erase(waiters_, timer);
-  auto state = co_await asio::this_coro::cancellation_state;
-  if (state.cancelled() != asio::cancellation_type::none)
-    throw boost::system::system_error(asio::error::operation_aborted);
-}
+    : workers_(workers), load_(std::move(load)), clock_(std::move(clock)), flight_(std::move(ex)) {}
 
 asio::awaitable<Result<k8s::ClientConfig>> ClientConfigCache::get() {
-  while (loading_) co_await wait_for_load();
+  co_await flight_.wait_idle();
   if (last_ && clock_() - last_at_ < kReuseFor) co_return last_->config;
-  loading_ = true;
   // Also when the caller is cancelled: a waiter then loads itself.
-  struct Release {
-    ClientConfigCache& self;
-    ~Release() {
-      self.loading_ = false;
-      for (auto& w : self.waiters_) w->cancel();
-    }
-  } release{*this};
+  auto run = flight_.begin();
   ++loads_;
   auto loaded = co_await workers_.run([load = load_] { return load(); });
   if (!loaded.config) co_return loaded.config;

@@ -11,16 +11,15 @@
 // io_context thread only.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
-#include <vector>
 
 #include "agent/base/result.hpp"
 #include "k8s/client_config.hpp"
+#include "k8s/single_flight.hpp"
 
 namespace nvdra::runtime { class WorkerPool; }
 
@@ -50,17 +49,13 @@ class ClientConfigCache {
   std::size_t loads() const { return loads_; }
 
  private:
-  boost::asio::awaitable<void> wait_for_load();
-
-  boost::asio::any_io_executor ex_;
   runtime::WorkerPool& workers_;
   Loader load_;
   Clock clock_;
-  bool loading_ = false;
+  k8s::SingleFlight flight_;  // one load at a time; callers that come meanwhile wait for it
   std::size_t loads_ = 0;
   std::optional<Loaded> last_;  // the last good load
   std::chrono::steady_clock::time_point last_at_{};
-  std::vector<std::shared_ptr<boost::asio::steady_timer>> waiters_;  // woken when a load ends
 };
 
 }  // namespace nvdra::drivers
