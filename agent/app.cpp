@@ -120,8 +120,8 @@ int App::run() {
       std::make_shared<drivers::ServedFieldsFile>(workers, drivers::ServedFieldsFile::path_for(options_)));
   drivers::ClientConfigCache client_configs(io.get_executor(), workers,
                                             drivers::ClientConfigCache::from_files(options_.kubeconfig));
-  RunContext ctx{io.get_executor(), workers,      readiness,      *notifier_, options_, status,
-                 bus,               gpus,         server_facts,   client_configs, metrics};
+  RunContext ctx{io.get_executor(), workers, readiness,    *notifier_,     options_, status,
+                 bus,               gpus,    server_facts, client_configs, metrics};
   supervisor.on_deadline([&io] { io.stop(); });
 
   // Signals first: from here on SIGTERM means a clean stop, so STATUS=starting may announce it

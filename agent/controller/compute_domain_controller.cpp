@@ -45,14 +45,12 @@ awaitable<void> ComputeDomainController::run() {
   }
   // Read on a worker, shared with the drivers' clients made at the same start.
   auto cfg = co_await ctx_.client_configs.get();
-  if (cfg) {
-    cfg->qps = o.kube_api_qps;
-    cfg->burst = o.kube_api_burst;
-  }
   if (!cfg) {
     report("API client: " + cfg.error().describe());
     throw std::runtime_error("controller: " + cfg.error().describe());  // restarted with backoff
   }
+  cfg->qps = o.kube_api_qps;
+  cfg->burst = o.kube_api_burst;
   auto created = k8s::HttpsApiServer::create(ctx_.executor, std::move(*cfg));
   if (!created) {
     report("API client: " + created.error().describe());
