@@ -8,6 +8,7 @@
 // half-prepared, and follows the host's IMEX unit over the shared system bus (--imex-check).
 // resources(): channel-0 only (no daemon device) under the gate; channel-0 and daemon-0 without it
 // (nothing when a driver-managed start-up check failed).
+#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -26,8 +27,12 @@ class ComputeDomainBackend final : public DriverBackend {
   boost::asio::awaitable<Status> start(std::shared_ptr<k8s::ApiServer> api) override;
   kubelet::ClaimHandler& claims() override;
   boost::asio::awaitable<Result<DriverResources>> resources() override;
-  // Driver-managed mode: the domain-directory cleanup (DomainCleanup); otherwise waits until cancelled.
+  // Driver-managed mode: the ComputeDomain and clique watches, once the agent is ready (READY=1) or
+  // kWatchesAfter has passed, and the domain-directory cleanup (DomainCleanup); otherwise waits until
+  // cancelled.
   boost::asio::awaitable<void> run() override;
+  // A start that is not ready by then (the API server refusing slices) holds the watches no longer.
+  static constexpr std::chrono::seconds kWatchesAfter{5};
   const claims::Checkpoint* checkpoint() const override;
 
   // The unit watcher, when --imex-check is not off and the gate is on (after start()).
@@ -43,6 +48,8 @@ class ComputeDomainBackend final : public DriverBackend {
   boost::asio::awaitable<void> start_host_managed(Parts& parts, std::shared_ptr<k8s::ApiServer> api,
                                                   ComputeDomainClaimOptions options);
   std::function<Status()> follow_imex_unit(Parts& parts);
+  // True once the agent is ready (READY=1); false when `at_most` passed first.
+  boost::asio::awaitable<bool> until_ready(std::chrono::seconds at_most);
   RunContext& ctx_;
   std::unique_ptr<Parts> parts_;
 };

@@ -75,6 +75,26 @@ class Publishing(DriverManaged):
         self.assertEqual(devices["daemon-0"]["attributes"], {"type": {"string": "daemon"}, "id": {"int": 0}})
 
 
+class Watches(DriverManaged):
+    """The ComputeDomain and clique watches start once the agent is ready (READY=1): at start their LISTs
+    and TLS handshakes competed with the start itself. A prepare before they listed waits for them
+    (every DaemonClaims test prepares right after READY=1)."""
+
+    def test_the_watches_start_once_the_agent_is_ready(self):
+        line = self.node.wait_log(r"watching ComputeDomains and ComputeDomainCliques \((.*)\)")
+        self.assertEqual(line.group(1), "the agent is ready")
+        self.assertLess(self.node.agent_log().index("agent: ready ms="), line.start())
+
+    def test_a_start_that_does_not_get_ready_starts_them_after_5_s(self):
+        node = SimulatedNode(profile=self.profile, args=["--controller=false"])
+        self.addCleanup(node.cleanup)
+        node.start(register=False)  # the kubelet double never confirms the registration: never ready
+        line = node.wait_log(r"watching ComputeDomains and ComputeDomainCliques \((.*)\)", timeout=30)
+        self.assertEqual(line.group(1), "not ready after 5 s")
+        self.assertNotIn("agent: ready", node.agent_log())
+        node.api.wait_for_requests(lambda log: any(r["path"].endswith("/computedomains") for r in log), 20)
+
+
 class DaemonClaims(DriverManaged):
     def test_prepare_makes_the_domain_directory_and_upstreams_edits(self):
         claim = self.daemon_claim("daemon-a")
