@@ -183,7 +183,7 @@ boost::asio::awaitable<Result<std::unique_ptr<DriverManagedParts>>> start_driver
     parts->cleanup = std::make_unique<DomainCleanup>(ctx.executor);
     parts->cache->on_gone([cleanup = parts->cleanup.get()](const std::string& uid) { cleanup->gone(uid); });
     parts->cache->on_synced([cleanup = parts->cleanup.get()] { cleanup->sweep(); });
-    // The watches start in ComputeDomainBackend::run(), once this driver has published.
+    // The watches start in ComputeDomainBackend::run(), once the agent is ready (or after 5 s).
     label_clique(*parts, o, clique);
   }
   for (const auto& e : co_await parts->handler->recover())
