@@ -40,7 +40,6 @@ class SingleFlight {
     SingleFlight& flight_;
   };
 
-  bool running() const { return running_; }
   [[nodiscard]] Run begin() { return Run(*this); }
 
   // Returns when no run is in flight. Cancellable: throws operation_aborted.

@@ -85,8 +85,12 @@ class Watches(DriverManaged):
         self.assertEqual(line.group(1), "the agent is ready")
         self.assertLess(self.node.agent_log().index("agent: ready ms="), line.start())
 
+
+class WatchesWithoutReady(unittest.TestCase):
+    """A start that never gets ready (the API server refusing slices, say) starts the watches after 5 s."""
+
     def test_a_start_that_does_not_get_ready_starts_them_after_5_s(self):
-        node = SimulatedNode(profile=self.profile, args=["--controller=false"])
+        node = SimulatedNode(profile=DriverManaged.profile, args=["--controller=false"])
         self.addCleanup(node.cleanup)
         node.start(register=False)  # the kubelet double never confirms the registration: never ready
         line = node.wait_log(r"watching ComputeDomains and ComputeDomainCliques \((.*)\)", timeout=30)
