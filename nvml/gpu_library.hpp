@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "agent/base/result.hpp"
+#include "nvml/call_gate.hpp"
 #include "nvml/device_model.hpp"
 
 namespace nvdra::nvml {
@@ -129,8 +130,10 @@ class GpuLibrary {
   // Ends this process's NVML session and starts a new one that attaches no GPU until a later call
   // asks for one (NVML_INIT_FLAG_NO_ATTACH): NVML keeps /dev/nvidia<minor> open for every GPU it has
   // attached, and the nvidia driver's unbind of a GPU waits for every open file of it. Called before
-  // a GPU is handed to vfio-pci; handles are looked up per call, so nothing else notices.
-  virtual Status release_gpus() = 0;
+  // a GPU is handed to vfio-pci; handles are looked up per call. While the returned Shut lives,
+  // every call that would look up a GPU (and so attach it again) is refused with kUnavailable,
+  // naming `why`; calls already under way are waited for first. Blocking.
+  virtual Result<CallGate::Shut> release_gpus(const std::string& why) = 0;
 
   // Turns persistence mode on unless it is on already (upstream, when a GPU comes back from vfio-pci:
   // nvidia-persistenced does not take hot-plugged GPUs, so the driver's legacy mode keeps it up).

@@ -51,6 +51,8 @@ std::string recovery_action_name(unsigned action) {
 }
 
 Result<std::optional<unsigned>> NvmlGpuLibrary::recovery_action(const std::string& uuid) {
+  auto pass = gate_.enter("GPU " + uuid);
+  if (!pass) return std::move(pass).error();
   if (!s_.nvmlDeviceGetFieldValues) return std::optional<unsigned>{};
   auto dev = handle(uuid);
   if (!dev) return dev.error();

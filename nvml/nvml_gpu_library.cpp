@@ -58,17 +58,21 @@ Result<nvmlDevice_t> NvmlGpuLibrary::handle(const std::string& uuid) const {
   return dev;
 }
 
-Status NvmlGpuLibrary::release_gpus() {
+Result<CallGate::Shut> NvmlGpuLibrary::release_gpus(const std::string& why) {
+  // No call of this library may attach a GPU again until the caller is done: the gate waits for the
+  // calls inside (none of them then fails with NVML's "Uninitialized" in the restart below).
+  CallGate::Shut shut = gate_.shut(why);
   // NVML counts nvmlInit calls and detaches its GPUs only when the count reaches zero: end the
-  // session, then start one that attaches nothing. A call on another thread in that instant fails
-  // with NVML's "Uninitialized" (with PassthroughSupport no event watch runs: the gates exclude it).
+  // session, then start one that attaches nothing.
   s_.nvmlShutdown();
   const nvmlReturn_t rc = s_.nvmlInitWithFlags(NVML_INIT_FLAG_NO_GPUS | NVML_INIT_FLAG_NO_ATTACH);
   if (rc != NVML_SUCCESS) return error("nvmlInitWithFlags", rc, "NO_GPUS|NO_ATTACH");
-  return {};
+  return shut;
 }
 
 Status NvmlGpuLibrary::enable_persistence(const std::string& uuid) {
+  auto pass = gate_.enter("GPU " + uuid);
+  if (!pass) return std::move(pass).error();
   if (!s_.nvmlDeviceGetPersistenceMode || !s_.nvmlDeviceSetPersistenceMode)
     return make_error(ErrorCode::kFailedPrecondition, path_ + " has no nvmlDeviceSetPersistenceMode");
   auto dev = handle(uuid);
@@ -107,6 +111,8 @@ Result<unsigned> NvmlGpuLibrary::gpu_count() {
 }
 
 Result<GpuInfo> NvmlGpuLibrary::gpu(unsigned index) {
+  auto pass = gate_.enter("GPU index " + std::to_string(index));
+  if (!pass) return std::move(pass).error();
   GpuInfo g;
   g.index = index;
   nvmlDevice_t dev = nullptr;
@@ -175,6 +181,8 @@ Result<GpuInfo> NvmlGpuLibrary::gpu(unsigned index) {
 }
 
 Result<std::optional<FabricInfo>> NvmlGpuLibrary::fabric(const std::string& gpu_uuid) {
+  auto pass = gate_.enter("GPU " + gpu_uuid);
+  if (!pass) return std::move(pass).error();
   auto dev = handle(gpu_uuid);
   if (!dev) return dev.error();
   return fabric_of(*dev, gpu_uuid);
@@ -214,6 +222,8 @@ Result<std::optional<FabricInfo>> NvmlGpuLibrary::fabric_of(nvmlDevice_t dev, co
 
 Result<std::unique_ptr<EventWatch>> NvmlGpuLibrary::watch_events(const std::vector<std::string>& uuids,
                                                                  uint64_t types) {
+  auto pass = gate_.enter("the GPUs' events");
+  if (!pass) return std::move(pass).error();
   return make_nvml_event_watch(*this, uuids, types);
 }
 

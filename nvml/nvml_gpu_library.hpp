@@ -30,7 +30,7 @@ class NvmlGpuLibrary final : public GpuLibrary {
   Result<std::unique_ptr<EventWatch>> watch_events(const std::vector<std::string>& gpu_uuids,
                                                    uint64_t event_types) override;
   Result<std::optional<unsigned>> recovery_action(const std::string& gpu_uuid) override;
-  Status release_gpus() override;
+  Result<CallGate::Shut> release_gpus(const std::string& why) override;
   Status enable_persistence(const std::string& gpu_uuid) override;
   std::string describe() const override;
 
@@ -50,6 +50,7 @@ class NvmlGpuLibrary final : public GpuLibrary {
   void* dl_;
   std::string path_;
   NvmlSymbols s_;
+  CallGate gate_;  // every call that looks up a GPU passes it; release_gpus shuts it
 };
 
 // The EventWatch over an nvmlEventSet_t (nvml_event_watch.cpp).

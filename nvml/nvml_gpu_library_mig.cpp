@@ -39,6 +39,8 @@ bool NvmlGpuLibrary::mig_supported() const {
 }
 
 Result<std::vector<MigProfileInfo>> NvmlGpuLibrary::mig_profiles(const std::string& uuid) {
+  auto pass = gate_.enter("GPU " + uuid);
+  if (!pass) return std::move(pass).error();
   std::vector<MigProfileInfo> out;
   if (!mig_supported()) return out;
   auto dev = handle(uuid);
@@ -114,6 +116,8 @@ Result<MigDeviceInfo> NvmlGpuLibrary::read_mig_device(nvmlDevice_t parent, const
 }
 
 Result<std::vector<MigDeviceInfo>> NvmlGpuLibrary::mig_devices(const std::string& uuid) {
+  auto pass = gate_.enter("GPU " + uuid);
+  if (!pass) return std::move(pass).error();
   std::vector<MigDeviceInfo> out;
   if (!mig_supported()) return out;
   auto dev = handle(uuid);
@@ -151,6 +155,8 @@ Result<std::vector<MigDeviceInfo>> NvmlGpuLibrary::mig_devices(const std::string
 }
 
 Result<MigModeState> NvmlGpuLibrary::mig_mode(const std::string& uuid) {
+  auto pass = gate_.enter("GPU " + uuid);
+  if (!pass) return std::move(pass).error();
   if (s_.nvmlDeviceGetMigMode == nullptr) return missing("read the MIG mode");
   auto dev = handle(uuid);
   if (!dev) return dev.error();
@@ -161,6 +167,8 @@ Result<MigModeState> NvmlGpuLibrary::mig_mode(const std::string& uuid) {
 }
 
 Result<MigModeChange> NvmlGpuLibrary::set_mig_mode(const std::string& uuid, bool enable) {
+  auto pass = gate_.enter("GPU " + uuid);
+  if (!pass) return std::move(pass).error();
   if (s_.nvmlDeviceSetMigMode == nullptr) return missing("change the MIG mode");
   auto dev = handle(uuid);
   if (!dev) return dev.error();
@@ -172,6 +180,8 @@ Result<MigModeChange> NvmlGpuLibrary::set_mig_mode(const std::string& uuid, bool
 }
 
 Result<MigDeviceInfo> NvmlGpuLibrary::create_mig_device(const std::string& uuid, const MigDeviceRequest& req) {
+  auto pass = gate_.enter("GPU " + uuid);
+  if (!pass) return std::move(pass).error();
   if (!mig_supported() || !s_.nvmlDeviceCreateGpuInstanceWithPlacement || !s_.nvmlGpuInstanceCreateComputeInstance ||
       !s_.nvmlGpuInstanceGetComputeInstanceProfileInfo || !s_.nvmlGpuInstanceDestroy)
     return missing("create MIG devices");
@@ -220,6 +230,8 @@ Result<MigDeviceInfo> NvmlGpuLibrary::create_mig_device(const std::string& uuid,
 }
 
 Status NvmlGpuLibrary::destroy_mig_device(const std::string& uuid, unsigned gi_id, unsigned ci_id) {
+  auto pass = gate_.enter("GPU " + uuid);
+  if (!pass) return std::move(pass).error();
   if (!mig_supported() || !s_.nvmlComputeInstanceDestroy || !s_.nvmlGpuInstanceDestroy)
     return missing("destroy MIG devices");
   auto dev = handle(uuid);
@@ -263,6 +275,8 @@ Result<bool> NvmlGpuLibrary::has_compute_instance(nvmlGpuInstance_t gi, const st
 }
 
 Result<std::vector<BareGpuInstance>> NvmlGpuLibrary::bare_gpu_instances(const std::string& uuid) {
+  auto pass = gate_.enter("GPU " + uuid);
+  if (!pass) return std::move(pass).error();
   std::vector<BareGpuInstance> out;
   if (!mig_supported()) return out;
   if (!s_.nvmlDeviceGetGpuInstances || !s_.nvmlGpuInstanceGetComputeInstances ||
@@ -301,6 +315,8 @@ Result<std::vector<BareGpuInstance>> NvmlGpuLibrary::bare_gpu_instances(const st
 }
 
 Status NvmlGpuLibrary::destroy_gpu_instance(const std::string& uuid, unsigned gi_id) {
+  auto pass = gate_.enter("GPU " + uuid);
+  if (!pass) return std::move(pass).error();
   if (!mig_supported() || !s_.nvmlGpuInstanceDestroy) return missing("destroy GPU instances");
   auto dev = handle(uuid);
   if (!dev) return dev.error();

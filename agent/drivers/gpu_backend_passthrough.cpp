@@ -73,7 +73,7 @@ void GpuBackend::wire_passthrough(Parts& p, claims::GpuClaimHandlerOptions& ho, 
     if (parts_ && resources_changed_) resources_changed_(current_resources());
   };
   if (!ho.vfio.nvidia_enabled) return;
-  ho.vfio.release_gpus = [lib = p.gpus->library.get()] { return lib->release_gpus(); };
+  ho.vfio.release_gpus = [lib = p.gpus->library.get()](const std::string& why) { return lib->release_gpus(why); };
   ho.vfio.persistenced_socket = (fs::path(o.container_driver_root) / "run/nvidia-persistenced/socket").string();
   ho.vfio.disable_persistence = [smi = claims::NvidiaSmi(o.nvidia_driver_root)](const std::string& address) {
     return smi.set_persistence_mode(address, false);

@@ -2,6 +2,7 @@
 // The PciBinder seam's test implementation: a kernel in memory. unbind/override/probe act at once
 // (as Linux does on the write); a function in `refused` ignores them; holders per minor are what
 // the test says. Thread-safe (the step calls it from the worker pool).
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -19,6 +20,7 @@ class FakePciBinder final : public PciBinder {
   std::map<unsigned, std::vector<GpuHolder>> busy;   // minor -> holders
   std::set<std::string> refused;
   std::vector<std::string> log;                       // "unbind 0000:…", "override 0000:… vfio-pci", "probe …"
+  std::function<void(const std::string& entry)> on_write;  // called with each unbind and override as it is made
   std::mutex mu;
 
   Result<std::string> driver(const std::string& a) override {
@@ -30,12 +32,14 @@ class FakePciBinder final : public PciBinder {
   Status unbind(const std::string& a, const std::string& d) override {
     std::lock_guard lock(mu);
     log.push_back("unbind " + a + " " + d);
+    if (on_write) on_write(log.back());
     if (!refused.count(a) && drivers[a] == d) drivers[a] = "";
     return {};
   }
   Status set_override(const std::string& a, const std::string& d) override {
     std::lock_guard lock(mu);
     log.push_back("override " + a + " " + d);
+    if (on_write) on_write(log.back());
     overrides[a] = d;
     return {};
   }

@@ -1,6 +1,6 @@
 // VfioStep over the in-memory kernel: the order of the sysfs writes, the busy-GPU deadline and its
-// message, a refused bind, give-back and NVML rediscovery, the CDI edits per IOMMU backend, and the
-// twin rules.
+// message, a refused bind, NVML kept off the GPUs during the unbind, give-back and NVML rediscovery,
+// the CDI edits per IOMMU backend, and the twin rules.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -130,11 +130,12 @@ TEST_F(VfioStepTest, TheBusyWaitEndsAtTheClaimsDeadlineNotOnePerGpu) {
 
 TEST_F(VfioStepTest, TheAgentsOwnNvmlSessionLetsGoOfTheGpuBeforeTheUnbind) {
   kernel.self_held = {3};
-  options.release_gpus = [&] {
+  nvml::CallGate gate;
+  options.release_gpus = [&](const std::string& why) {
     std::lock_guard lock(kernel.mu);
     kernel.log.push_back("release");
     kernel.self_held.clear();
-    return Status{};
+    return gate.shut(why);
   };
   auto s = step();
   ASSERT_TRUE(run_awaitable(io, s.hand_over(device)));
@@ -143,10 +144,31 @@ TEST_F(VfioStepTest, TheAgentsOwnNvmlSessionLetsGoOfTheGpuBeforeTheUnbind) {
   EXPECT_EQ(kernel.log[1], "unbind 0000:18:00.0 nvidia");
 }
 
+TEST_F(VfioStepTest, NoNvmlCallAttachesAGpuFromTheReleaseUntilTheGpuHasLeftNvidia) {
+  // Another thread's lookup (the clique re-read, another claim's rediscovery) would open the GPU
+  // again between the release and the unbind, and the kernel's unbind would wait for the agent.
+  nvml::CallGate gate;
+  options.release_gpus = [&](const std::string& why) { return gate.shut(why); };
+  std::map<std::string, std::string> refused;  // entry -> what a lookup was told while it was made
+  kernel.on_write = [&](const std::string& entry) {
+    auto pass = gate.enter("GPU GPU-1");
+    refused[entry] = pass ? "" : pass.error().message;
+  };
+  auto s = step();
+  ASSERT_TRUE(run_awaitable(io, s.hand_over(device)));
+  EXPECT_EQ(refused["unbind 0000:18:00.0 nvidia"],
+            "NVML is not asked about GPU GPU-1 now: GPU 0000:18:00.0 (gpu-vfio-0) is being handed to vfio-pci (a "
+            "lookup would open the GPU again and hold up the unbind)");
+  // Once the GPU has left nvidia, NVML may be asked again (before vfio-pci is bound).
+  EXPECT_EQ(refused["override 0000:18:00.0 vfio-pci"], "");
+  EXPECT_TRUE(gate.enter("GPU GPU-1"));
+}
+
 TEST_F(VfioStepTest, AGpuTheAgentStillHoldsIsNotUnbound) {
   // The unbind would wait in the kernel for this very process: the claim fails instead.
   kernel.self_held = {3};
-  options.release_gpus = [] { return Status{}; };
+  nvml::CallGate gate;
+  options.release_gpus = [&](const std::string& why) { return gate.shut(why); };
   auto s = step();
   auto r = run_awaitable(io, s.hand_over(device));
   ASSERT_FALSE(r);
@@ -155,6 +177,7 @@ TEST_F(VfioStepTest, AGpuTheAgentStillHoldsIsNotUnbound) {
       << r.error().message;
   EXPECT_TRUE(kernel.log.empty());
   EXPECT_EQ(kernel.drivers[kGpu], "nvidia");
+  EXPECT_TRUE(gate.enter("GPU GPU-1")) << "a failed hand-over lets NVML be asked again";
 }
 
 TEST_F(VfioStepTest, PersistenceIsTurnedOffWhilePersistencedRunsAndOnWhenTheGpuIsBack) {
@@ -240,6 +263,40 @@ TEST_F(VfioStepTest, GiveBackClearsTheOverrideAndWaitsUntilNvmlSeesTheGpu) {
   EXPECT_EQ(kernel.drivers[kAudio], "snd_hda_intel");
   EXPECT_EQ(asked, 3);
   EXPECT_TRUE(seen.has_value());
+}
+
+TEST_F(VfioStepTest, GiveBackAsksNvmlAgainAfterATransientErrorAndNotAfterAnotherOne) {
+  kernel.drivers = {{kGpu, ""}, {kAudio, "vfio-pci"}};
+  int asked = 0;
+  options.rediscover = [&](const std::string&) -> Result<std::optional<nvml::DeviceModel>> {
+    // Another claim's GPU is leaving nvidia: NVML is kept off the GPUs for a moment.
+    if (++asked < 3) return make_error(ErrorCode::kUnavailable, "NVML is not asked about GPU index 0 now");
+    return std::optional(nvml::DeviceModel{});
+  };
+  auto s = step();
+  ASSERT_TRUE(run_awaitable(io, s.give_back(device)));
+  EXPECT_EQ(asked, 3);
+
+  kernel.drivers = {{kGpu, ""}, {kAudio, "vfio-pci"}};
+  asked = 0;
+  options.rediscover = [&](const std::string&) -> Result<std::optional<nvml::DeviceModel>> {
+    ++asked;
+    return make_error(ErrorCode::kInternal, "nvmlDeviceGetCount_v2(): Unknown Error");
+  };
+  auto failing = step();
+  auto r = run_awaitable(io, failing.give_back(device));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "nvmlDeviceGetCount_v2(): Unknown Error");
+  EXPECT_EQ(asked, 1);
+
+  kernel.drivers = {{kGpu, ""}, {kAudio, "vfio-pci"}};
+  options.rediscover = [&](const std::string&) -> Result<std::optional<nvml::DeviceModel>> {
+    return make_error(ErrorCode::kUnavailable, "NVML is not asked about GPU index 0 now");
+  };
+  auto never = step();
+  r = run_awaitable(io, never.give_back(device));  // until the bind deadline (50 ms here), then the cause
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "NVML is not asked about GPU index 0 now");
 }
 
 TEST_F(VfioStepTest, CdiEditsFollowTheIommuBackend) {

@@ -10,6 +10,7 @@ Writes that arrive together are applied in the kernel's causal order (unbind, ov
     pci = FakePciHost(host_root, "passthrough")
     pci.start()
     pci.slow("0000:18:00.0", 0.5)          # binds of that device take half a second
+    pci.hold_unbinds("0000:18:00.0")       # its unbinds wait until pci.finish_unbinds("0000:18:00.0")
     pci.refuse("0000:18:00.0")             # the kernel answers writes to its driver_override with ENXIO
     pci.hold(minor=3, pid=4242, comm="cuda-app")   # a process with /dev/nvidia3 open
     pci.persistenced(driver_root)          # nvidia-persistenced: every GPU open until nvidia-smi -pm 0
@@ -96,6 +97,7 @@ class FakePciHost:
         self.iommufd = iommufd
         self.override = {}
         self.refused, self.delays = set(), {}
+        self.held_unbinds = {}  # bdf -> drivers of the unbinds written for it and not done yet (hold_unbinds)
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
         self.writes = []  # (file, text) as the kernel saw them, for tests
@@ -224,6 +226,24 @@ class FakePciHost:
         with self.lock:
             self.delays[bdf] = seconds
 
+    def hold_unbinds(self, bdf):
+        """A kernel slow to unbind `bdf`: each unbind written for it waits until finish_unbinds(bdf), and
+        is then done (or found blocked) as if it had only just arrived. The writer is not held up."""
+        with self.lock:
+            self.held_unbinds.setdefault(bdf, [])
+
+    def wait_held_unbind(self, bdf, timeout=10.0):
+        """Returns once an unbind of `bdf` is waiting (hold_unbinds), or fails after `timeout`."""
+        with self.changed:
+            if not self.changed.wait_for(lambda: self.held_unbinds.get(bdf), timeout):
+                raise AssertionError(f"no unbind of {bdf} written within {timeout}s; writes: {self.writes}")
+
+    def finish_unbinds(self, bdf):
+        with self.lock:
+            drivers = self.held_unbinds.pop(bdf, [])
+        for driver in drivers:
+            self._apply("unbind", driver, bdf)
+
     def hold(self, minor, pid, comm):
         """A host process with /dev/nvidia<minor> open (what fuser and /proc show)."""
         proc = os.path.join(self.root, "proc", str(pid))
@@ -340,7 +360,11 @@ class FakePciHost:
 
     def _apply(self, op, arg, value):
         bdf = arg if op == "override" else value
-        with self.lock:
+        with self.changed:
+            if op == "unbind" and bdf in self.held_unbinds:
+                self.held_unbinds[bdf].append(arg)
+                self.changed.notify_all()
+                return
             self.writes.append((op, arg, value))
             delay = self.delays.get(bdf, 0)
         if delay and op in ("bind", "probe"):

@@ -127,6 +127,34 @@ TEST(Discovery, FabricStateChangesAtRunTimeThroughTheMockHook) {
   EXPECT_NE(set_state("GPU-no-such", 2), 0);
 }
 
+// release_gpus (before a GPU leaves nvidia): until its result is dropped, no call looks a GPU up
+// (NVML would attach it again), while the calls that need no GPU still answer.
+TEST(Discovery, AfterReleaseGpusNoCallLooksUpAGpuUntilTheCallerIsDone) {
+  MockNvml mock("gb200-nvl");
+  auto lib = mock.open();
+  const DeviceModel m = discover(*lib).value();
+  {
+    auto released = lib->release_gpus("GPU 0008:01:00.0 (gpu-vfio-0) is being handed to vfio-pci");
+    ASSERT_TRUE(released) << released.error().describe();
+    auto fabric = lib->fabric(m.gpus[1].uuid);
+    ASSERT_FALSE(fabric);
+    EXPECT_EQ(fabric.error().code, ErrorCode::kUnavailable);
+    EXPECT_EQ(fabric.error().message, "NVML is not asked about GPU " + m.gpus[1].uuid +
+                                          " now: GPU 0008:01:00.0 (gpu-vfio-0) is being handed to vfio-pci (a lookup "
+                                          "would open the GPU again and hold up the unbind)");
+    auto again = discover(*lib);
+    ASSERT_FALSE(again);
+    EXPECT_EQ(again.error().code, ErrorCode::kUnavailable);
+    EXPECT_FALSE(lib->mig_devices(m.gpus[0].uuid));
+    EXPECT_FALSE(lib->recovery_action(m.gpus[0].uuid));
+    EXPECT_FALSE(lib->watch_events({m.gpus[0].uuid}, 0));
+    EXPECT_TRUE(lib->system_info());
+    EXPECT_EQ(lib->gpu_count().value(), m.gpus.size());
+  }
+  EXPECT_EQ(lib->fabric(m.gpus[1].uuid).value()->cluster_uuid, m.gpus[1].fabric->cluster_uuid);
+  EXPECT_EQ(discover(*lib).value().gpus.size(), m.gpus.size());
+}
+
 TEST(Discovery, L4IsNotMigCapableAndHasNoFabric) {
   MockNvml mock("l4");
   const DeviceModel m = discover_profile(mock);

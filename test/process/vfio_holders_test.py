@@ -1,6 +1,6 @@
 """PassthroughSupport on the simulated passthrough host: what holds a GPU before it goes to vfio-pci —
 host processes (one wait per claim, inside kubelet's deadline, naming the holder), the agent itself
-(its NVML session), and nvidia-persistenced (persistence mode off while handed over, as upstream)."""
+(its NVML session, kept off the GPUs until the GPU has left nvidia), and nvidia-persistenced (persistence mode off while handed over, as upstream)."""
 import os
 import threading
 import unittest
@@ -34,6 +34,32 @@ class Holders(PassthroughCase):
         answer = self.node.gpu().prepare([claim], timeout=45)[claim.uid]
         self.assertEqual(answer["error"], "")
         self.assertEqual(self.pci.driver(self.bdf[0]), "vfio-pci")
+
+    def test_no_nvml_lookup_of_the_agent_opens_a_gpu_again_while_it_leaves_nvidia(self):
+        # Claim b's unprepare asks NVML for the GPUs again (its GPU is back on nvidia) while claim a's GPU 0
+        # waits for the kernel's unbind: had it looked GPU 0 up, NVML would hold /dev/nvidia0 open again and
+        # a real kernel's unbind would wait for the agent forever (here: pci.blocked).
+        self.start()
+        b = self.node.allocate("vm-b", [("vm", "gpu-vfio-1")])
+        self.prepare_ok(b)
+        self.pci.hold_unbinds(self.bdf[0])
+        a = self.node.allocate("vm-a", [("vm", "gpu-vfio-0")])
+        prepare = self.node.gpu().prepare_future([a], timeout=45)
+        self.addCleanup(self.pci.finish_unbinds, self.bdf[0])
+        self.pci.wait_held_unbind(self.bdf[0])  # a's hand-over is between the NVML release and the unbind
+        answers = {}
+        unprepare = threading.Thread(target=lambda: answers.update(b=self.node.gpu().unprepare([b], timeout=45)))
+        unprepare.start()
+        self.addCleanup(unprepare.join)
+        self.node.wait_log(rf"gpu={self.bdf[1]} device=gpu-vfio-1 NVML cannot be asked about the GPUs yet \(NVML is "
+                           rf"not asked about GPU index \d now: GPU {self.bdf[0]} \(gpu-vfio-0\) is being handed to "
+                           rf"vfio-pci")
+        self.pci.finish_unbinds(self.bdf[0])
+        self.assertEqual(prepare.result().claims[a.uid].error, "")
+        unprepare.join()
+        self.assertEqual(answers["b"], {b.uid: ""})
+        self.assertEqual(self.pci.blocked, [])
+        self.assertEqual((self.pci.driver(self.bdf[0]), self.pci.driver(self.bdf[1])), ("vfio-pci", "nvidia"))
 
     def mock_persistence(self, minor):
         # The mock NVML's state file (written at its first change): one entry per GPU of the profile, in

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <utility>
 
 #include "agent/base/crash_point.hpp"
 #include "agent/base/log.hpp"
@@ -136,13 +137,19 @@ boost::asio::awaitable<Status> VfioStep::disable_persistence(const InventoryDevi
   });
 }
 
-boost::asio::awaitable<Status> VfioStep::release_own_hold(const InventoryDevice& d) {
-  if (!d.has_minor) co_return Status{};
+boost::asio::awaitable<Result<std::optional<nvml::CallGate::Shut>>> VfioStep::release_own_hold(
+    const InventoryDevice& d) {
+  using Released = Result<std::optional<nvml::CallGate::Shut>>;
+  if (!d.has_minor) co_return std::optional<nvml::CallGate::Shut>();
   const unsigned minor = d.minor;
-  co_return co_await pool_.run([&]() -> Status {
-    if (options_.release_gpus)
-      if (auto st = options_.release_gpus(); !st) return st;
-    if (!binder_.self_holds(minor)) return {};
+  co_return co_await pool_.run([&]() -> Released {
+    std::optional<nvml::CallGate::Shut> shut;
+    if (options_.release_gpus) {
+      auto r = options_.release_gpus("GPU " + d.pci_bus_id + " (" + d.name + ") is being handed to vfio-pci");
+      if (!r) return std::move(r).error();
+      shut.emplace(std::move(*r));
+    }
+    if (!binder_.self_holds(minor)) return shut;
     // The nvidia driver's unbind would wait for this very process: fail the claim instead of hanging.
     return make_error(ErrorCode::kInternal, "GPU " + d.pci_bus_id + " (" + d.name + ", /dev/nvidia" +
                                                 std::to_string(minor) +
@@ -176,7 +183,9 @@ boost::asio::awaitable<Result<std::string>> VfioStep::hand_over(const InventoryD
     if (!driver->empty()) {
       if (auto st = co_await disable_persistence(d); !st) co_return st.error();
       if (auto st = co_await wait_until_free(d, busy_until); !st) co_return st.error();
-      if (auto st = co_await release_own_hold(d); !st) co_return st.error();
+      // NVML stays off the GPUs from here until this one has left nvidia (`released` dropped).
+      auto released = co_await release_own_hold(d);
+      if (!released) co_return std::move(released).error();
       if (auto st = co_await pool_.run([&] { return binder_.unbind(d.pci_bus_id, *driver); }); !st)
         co_return st.error();
       if (auto st = co_await wait_for_driver(d.pci_bus_id, "", "GPU"); !st) co_return st.error();
@@ -234,10 +243,16 @@ boost::asio::awaitable<Status> VfioStep::give_back(const InventoryDevice& d) {
   }
   if (!options_.rediscover) co_return Status{};
   const auto deadline = Clock::now() + options_.bind_deadline;
+  bool told = false;
   for (;;) {
     auto model = co_await pool_.run([&] { return options_.rediscover(d.pci_bus_id); });
-    if (!model) co_return model.error();
-    if (*model) {
+    // Transient (NVML kept off the GPUs while another claim's GPU leaves nvidia, say): asked again.
+    if (!model && (model.error().code != ErrorCode::kUnavailable || Clock::now() >= deadline))
+      co_return model.error();
+    if (!model && !std::exchange(told, true))
+      nvdra::logger("claims")->info("gpu={} device={} NVML cannot be asked about the GPUs yet ({}); asking again",
+                                    d.pci_bus_id, d.name, model.error().message);
+    if (model && *model) {
       if (options_.enable_persistence) {
         const auto& gpus = (*model)->gpus;
         auto g = std::find_if(gpus.begin(), gpus.end(),

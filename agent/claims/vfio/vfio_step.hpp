@@ -26,6 +26,7 @@
 #include "agent/claims/vfio/pci_binder.hpp"
 #include "agent/kubelet/claim_handler.hpp"
 #include "cdi/spec_model.hpp"
+#include "nvml/call_gate.hpp"
 
 namespace nvdra::runtime {
 class WorkerPool;
@@ -46,8 +47,10 @@ struct VfioStepOptions {
   // (sysfs form), nullopt while it does not.
   std::function<Result<std::optional<nvml::DeviceModel>>(const std::string& address)> rediscover;
   // On the worker pool, before a GPU leaves nvidia: this agent's NVML session lets go of every GPU
-  // (GpuLibrary::release_gpus), so that the agent holds no /dev/nvidia<minor> the unbind would wait for.
-  std::function<Status()> release_gpus;
+  // (GpuLibrary::release_gpus), so that the agent holds no /dev/nvidia<minor> the unbind would wait for,
+  // and no other NVML call of the agent attaches one again until the Shut is dropped (the GPU has left
+  // nvidia). The argument says why, for the calls refused meanwhile.
+  std::function<Result<nvml::CallGate::Shut>(const std::string& why)> release_gpus;
   // Persistence mode, as upstream: before a GPU leaves nvidia, when nvidia-persistenced runs (its
   // socket exists) it is asked to let go of the GPU (nvidia-smi -pm 0; it holds every GPU open);
   // when the GPU is back on nvidia and NVML sees it, persistence is turned on through NVML.
@@ -110,7 +113,8 @@ class VfioStep {
   boost::asio::awaitable<Status> wait_for_driver(const std::string& address, const std::string& driver,
                                                  const std::string& what);
   boost::asio::awaitable<Status> wait_until_free(const InventoryDevice& device, Deadline deadline);
-  boost::asio::awaitable<Status> release_own_hold(const InventoryDevice& device);
+  // NVML's hold on the GPUs let go, and kept off them while the result lives (nullopt: no NVML).
+  boost::asio::awaitable<Result<std::optional<nvml::CallGate::Shut>>> release_own_hold(const InventoryDevice& device);
   boost::asio::awaitable<Status> disable_persistence(const InventoryDevice& device);
 
   runtime::WorkerPool& pool_;
