@@ -2,16 +2,13 @@
 
 namespace nvdra::nvml {
 
-void CallGate::Pass::leave() noexcept {
-  if (gate_ == nullptr) return;
-  std::lock_guard lock(gate_->mu_);
-  if (--gate_->inside_ == 0) gate_->left_.notify_all();
-}
-
-void CallGate::Shut::open() noexcept {
-  if (gate_ == nullptr) return;
-  std::lock_guard lock(gate_->mu_);
-  if (--gate_->shut_ == 0) gate_->why_.clear();
+void CallGate::give_up(bool shut) noexcept {
+  std::lock_guard lock(mu_);
+  if (shut) {
+    if (--shut_ == 0) why_.clear();
+  } else if (--inside_ == 0) {
+    left_.notify_all();
+  }
 }
 
 Result<CallGate::Pass> CallGate::enter(const std::string& subject) {

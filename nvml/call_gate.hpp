@@ -17,41 +17,28 @@ namespace nvdra::nvml {
 
 class CallGate {
  public:
-  // One call inside the gate; leaves when destroyed.
-  class Pass {
+  // What a caller holds of the gate: a call inside it (Pass) or the gate shut (Shut). Given up when
+  // destroyed: the call has left, or the gate opens once every Shut is gone.
+  template <bool kShut>
+  class Hold {
    public:
-    Pass(Pass&& o) noexcept : gate_(std::exchange(o.gate_, nullptr)) {}
-    Pass& operator=(Pass&& o) noexcept {
-      Pass gone(std::move(*this));
+    Hold(Hold&& o) noexcept : gate_(std::exchange(o.gate_, nullptr)) {}
+    Hold& operator=(Hold&& o) noexcept {
+      Hold gone(std::move(*this));
       gate_ = std::exchange(o.gate_, nullptr);
       return *this;
     }
-    ~Pass() { leave(); }
-
-   private:
-    friend class CallGate;
-    explicit Pass(CallGate* gate) : gate_(gate) {}
-    void leave() noexcept;
-    CallGate* gate_;
-  };
-
-  // The gate kept shut; it opens again once every Shut is destroyed.
-  class Shut {
-   public:
-    Shut(Shut&& o) noexcept : gate_(std::exchange(o.gate_, nullptr)) {}
-    Shut& operator=(Shut&& o) noexcept {
-      Shut gone(std::move(*this));
-      gate_ = std::exchange(o.gate_, nullptr);
-      return *this;
+    ~Hold() {
+      if (gate_ != nullptr) gate_->give_up(kShut);
     }
-    ~Shut() { open(); }
 
    private:
     friend class CallGate;
-    explicit Shut(CallGate* gate) : gate_(gate) {}
-    void open() noexcept;
+    explicit Hold(CallGate* gate) : gate_(gate) {}
     CallGate* gate_;
   };
+  using Pass = Hold<false>;
+  using Shut = Hold<true>;
 
   // A pass, unless the gate is shut: then kUnavailable, naming `subject` and why the gate is shut.
   Result<Pass> enter(const std::string& subject);
@@ -60,6 +47,8 @@ class CallGate {
   Shut shut(const std::string& why);
 
  private:
+  void give_up(bool shut) noexcept;
+
   std::mutex mu_;
   std::condition_variable left_;
   unsigned inside_ = 0;
