@@ -63,7 +63,8 @@ Result<CallGate::Shut> NvmlGpuLibrary::release_gpus(const std::string& why) {
   // calls inside (none of them then fails with NVML's "Uninitialized" in the restart below).
   CallGate::Shut shut = gate_.shut(why);
   // NVML counts nvmlInit calls and detaches its GPUs only when the count reaches zero: end the
-  // session, then start one that attaches nothing.
+  // session, then start one that attaches nothing. (An event watch's wait is not gated: with
+  // PassthroughSupport no event watch runs, the gates exclude it.)
   s_.nvmlShutdown();
   const nvmlReturn_t rc = s_.nvmlInitWithFlags(NVML_INIT_FLAG_NO_GPUS | NVML_INIT_FLAG_NO_ATTACH);
   if (rc != NVML_SUCCESS) return error("nvmlInitWithFlags", rc, "NO_GPUS|NO_ATTACH");
