@@ -156,11 +156,11 @@ TEST_F(VfioStepTest, NoNvmlCallAttachesAGpuFromTheReleaseUntilTheGpuHasLeftNvidi
   };
   auto s = step();
   ASSERT_TRUE(run_awaitable(io, s.hand_over(device)));
-  EXPECT_EQ(refused["unbind 0000:18:00.0 nvidia"],
+  EXPECT_EQ(refused.at("unbind 0000:18:00.0 nvidia"),
             "NVML is not asked about GPU GPU-1 now: GPU 0000:18:00.0 (gpu-vfio-0) is being handed to vfio-pci (a "
             "lookup would open the GPU again and hold up the unbind)");
   // Once the GPU has left nvidia, NVML may be asked again (before vfio-pci is bound).
-  EXPECT_EQ(refused["override 0000:18:00.0 vfio-pci"], "");
+  EXPECT_EQ(refused.at("override 0000:18:00.0 vfio-pci"), "");
   EXPECT_TRUE(gate.enter("GPU GPU-1"));
 }
 
