@@ -23,11 +23,7 @@ class CallGate {
   class Hold {
    public:
     Hold(Hold&& o) noexcept : gate_(std::exchange(o.gate_, nullptr)) {}
-    Hold& operator=(Hold&& o) noexcept {
-      Hold gone(std::move(*this));
-      gate_ = std::exchange(o.gate_, nullptr);
-      return *this;
-    }
+    Hold& operator=(Hold&&) = delete;
     ~Hold() {
       if (gate_ != nullptr) gate_->give_up(kShut);
     }
