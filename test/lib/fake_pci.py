@@ -5,7 +5,8 @@ for the kernel that reacts to the agent's writes as Linux does.
 The files the kernel acts on (drivers/<d>/bind, drivers/<d>/unbind, devices/<bdf>/driver_override,
 drivers_probe) are FIFOs; the kernel thread reads them and moves the `driver` links, the drivers'
 device links and /dev/vfio/<group>. The mock NVML hides a GPU whose `driver` link is not nvidia.
-Writes that arrive together are applied in the kernel's causal order (unbind, override, bind/probe).
+Writes that arrive together are applied in the kernel's causal order (unbind, override, bind/probe), and a
+write's earlier writes are always in its batch: a probe never runs before the override written ahead of it.
 
     pci = FakePciHost(host_root, "passthrough")
     pci.start()
@@ -103,6 +104,9 @@ class FakePciHost:
         self.writes = []  # (file, text) as the kernel saw them, for tests
         # Unbinds from nvidia that a real kernel would have left hanging: (bdf, pids with the node open).
         self.blocked = []
+        # Test seam: called on the kernel thread between select() and the reads, where a writer's next
+        # write can land (test/process/fake_kernel_test.py puts one there).
+        self.after_select = None
         self.thread = None
         self._stop_r, self._stop_w = os.pipe()
         self._wake_r, self._wake_w = os.pipe()
@@ -346,13 +350,20 @@ class FakePciHost:
             ready, _, _ = select.select(fds + [self._stop_r, self._wake_r], [], [])
             if self._stop_r in ready:
                 return
+            if self._wake_r in ready:
+                os.read(self._wake_r, 64)
+            if self.after_select:
+                self.after_select()
+            # A writer does each write only after the one before it: override, then probe. Every FIFO is
+            # read (not only those select saw ready), later steps first: a probe read here had its
+            # override written before it, so that override is in this batch too, and applied first.
             work = []
-            for fd in ready:
-                if fd == self._wake_r:
-                    os.read(fd, 64)
-                    continue
+            for fd in sorted(fds, key=lambda f: -order[self.fds[f][0]]):
                 op, arg = self.fds[fd]
-                data = os.read(fd, 4096).decode()
+                try:
+                    data = os.read(fd, 4096).decode()
+                except BlockingIOError:
+                    continue
                 for line in data.splitlines() or [""]:
                     work.append((order[op], op, arg, line.strip()))
             for _, op, arg, value in sorted(work, key=lambda w: w[0]):
