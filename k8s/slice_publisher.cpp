@@ -175,7 +175,13 @@ awaitable<SlicePublisher::Outcome> SlicePublisher::reconcile_once() {
   }
   const auto desired = plan_slices(*desired_, *options_.rules);
   const auto plan = plan_writes(desired, actual, PoolIdentity{options_.driver, options_.node_name, node_uid_});
-  if (plan.empty()) co_return Outcome::kConverged;
+  if (plan.empty()) {
+    // Once per change: an operator (and a test) sees when the writes that "reconciling" announced are done.
+    if (!converged_)
+      log->info("driver={} node={} in sync: {} ResourceSlice(s) as desired, generation {}", options_.driver,
+                options_.node_name, actual.size(), plan.generation);
+    co_return Outcome::kConverged;
+  }
   set_converged(false);
   log->info("driver={} node={} reconciling: {} delete(s), {} update(s), {} create(s), generation {}", options_.driver,
             options_.node_name, plan.deletes.size(), plan.updates.size(), plan.creates.size(), plan.generation);

@@ -7,7 +7,9 @@ lost, the failed attempts bounded, no write refused by validation.
 NVDRA_API_OUTAGE_S: how long the API server stays down in the outage case (default 5; the issue's
 "a minute" is NVDRA_API_OUTAGE_S=60). The test waits for events with deadlines, never sleeps."""
 import os
+import select
 import subprocess
+import time
 import unittest
 
 from apiserver_double import outage
@@ -94,6 +96,18 @@ class ApiFaultMatrix(unittest.TestCase):
         `reconnected` expects, so that the change made next is not seen by a watch cut too late."""
         self.api.store.drop_watches()
         self.api.wait_for_requests(reconnected, DEADLINE)
+
+    def wait_publishers_in_sync(self, mark, timeout=DEADLINE):
+        """Until both drivers' last publisher line after log offset `mark` is "in sync" (their writes done)."""
+        def last(driver, log):
+            lines = [line for line in log.splitlines() if f"driver={driver} node={self.node.node} " in line
+                     and (" reconciling: " in line or " in sync: " in line)]
+            return lines[-1] if lines else ""
+        deadline = time.monotonic() + timeout
+        while not all(" in sync: " in last(d, self.node.agent_log()[mark:]) for d in (GPU, CD)):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the publishers did not get in sync; agent log:\n{self.node.agent_log()}")
+            select.select([], [], [], 0.01)
 
     def wipe(self):
         self.api.delete_matching("resource.k8s.io/v1", SLICES, f"spec.nodeName={self.node.node}")
@@ -193,10 +207,15 @@ class ApiFaultMatrix(unittest.TestCase):
         self.start_and_baseline()
         self.api.reset_requests()
         self.api.add_fault("POST", SLICES, lose_response=True, count=1)
+        mark = len(self.node.agent_log())
         self.wipe()
         # The create happened but its answer never came: a retry makes a second slice (generateName), which
         # the agent must then see as extra and delete.
         self.api.wait_for_requests(lambda log: any(r.get("lost_response") for r in log), DEADLINE)
+        # The store looks right as soon as the lost create is stored, before the retry: wait until each
+        # driver's publisher says it is in sync again after the wipe (a slow agent, under TSan, was caught
+        # between the two).
+        self.wait_publishers_in_sync(mark)
         self.wait_converged()
         log = self.api.request_log()
         created = slice_requests(log, "POST", 201)
