@@ -51,8 +51,11 @@ asio::awaitable<grpc::Status> unary(std::shared_ptr<Call<Stub, Request, Response
         if (slot.is_connected()) slot.assign([call](asio::cancellation_type) { call->context.TryCancel(); });
         // std::function needs a copyable callable; the handler is move-only.
         auto shared = std::make_shared<decltype(handler)>(std::move(handler));
-        start(*call, [ex, call, shared](grpc::Status status) {
-          asio::post(ex, [call, shared, status = std::move(status)]() mutable {
+        // The callback gives its references to the io_context: gRPC destroys the callback on its own thread
+        // after running it, and the last reference to the call (its context and channel) must not go there,
+        // where it raced the plugin server's shutdown (a gRPC ref-count assertion, once in CI).
+        start(*call, [ex, call, shared](grpc::Status status) mutable {
+          asio::post(ex, [call = std::move(call), shared = std::move(shared), status = std::move(status)]() mutable {
             asio::get_associated_cancellation_slot(*shared).clear();
             std::move(*shared)(std::move(status));
           });
