@@ -17,7 +17,6 @@ import os
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -62,15 +61,12 @@ def main():
     client_bin = os.path.join(args.build_dir, "bench", "kubelet", "kubelet_claim_client")
     try:
         claims = vu.admin_claims(node, vu.whole_gpus(args.profile), 64)
-        claims_file = os.path.join(node.root, "bench-claims.json")
-        with open(claims_file, "w") as f:
-            json.dump([{"uid": c.uid, "namespace": c.namespace, "name": c.name} for c in claims], f)
+        claims_file = vu.write_claims_file(node, claims)
         sides.start("nvdra", True)
 
         def client(n):
-            out = subprocess.run([client_bin, "--socket", sides.plugins[um.GPU].endpoint, "--claims", claims_file,
-                                  "concurrent", str(n)], check=True, capture_output=True, text=True)
-            return json.loads(out.stdout)["round_us"]
+            return vu.run_claim_client(client_bin, sides.plugins[um.GPU].endpoint, claims_file, "concurrent",
+                                       n)["round_us"]
 
         client(3)  # warm-up: connections, the checkpoint's caches
         agent, api = sides.pids[0], node.api.proc.pid

@@ -151,14 +151,10 @@ def main():
     client_bin = os.path.join(args.build_dir, "bench", "kubelet", "kubelet_claim_client")
     try:
         claims = admin_claims(node, whole_gpus(args.profile), 64)
-        claims_file = os.path.join(node.root, "bench-claims.json")
-        with open(claims_file, "w") as f:
-            json.dump([{"uid": c.uid, "namespace": c.namespace, "name": c.name} for c in claims], f)
+        claims_file = write_claims_file(node, claims)
 
         def client(mode, n):
-            out = subprocess.run([client_bin, "--socket", sides.plugins[um.GPU].endpoint, "--claims", claims_file,
-                                  mode, str(n)], check=True, capture_output=True, text=True)
-            return json.loads(out.stdout)
+            return run_claim_client(client_bin, sides.plugins[um.GPU].endpoint, claims_file, mode, n)
 
         # Warm-up: each side's first start of the run pays for cold caches (page cache, the dynamic
         # loader's, the double's first connections) and is not counted. Then start-only rounds, the
@@ -254,6 +250,21 @@ def admin_claims(node, gpus, n):
                     "adminAccess": True}]}}}}
         out.append(Claim("default", f"c{i}", node.api.put_object(obj)["metadata"]["uid"]))
     return out
+
+
+def write_claims_file(node, claims):
+    """The claims as kubelet_claim_client reads them (--claims); returns the file's path."""
+    path = os.path.join(node.root, "bench-claims.json")
+    with open(path, "w") as f:
+        json.dump([{"uid": c.uid, "namespace": c.namespace, "name": c.name} for c in claims], f)
+    return path
+
+
+def run_claim_client(client_bin, socket, claims_file, mode, n):
+    """One run of the compiled claim client (sequential|concurrent n); its JSON report."""
+    out = subprocess.run([client_bin, "--socket", socket, "--claims", claims_file, mode, str(n)],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
 
 
 def claim_read_floor(node, claims, rounds):

@@ -224,13 +224,19 @@ class SimulatedNode:
 
     def wait_log(self, pattern, timeout=20.0):
         """The first match of the regular expression `pattern` in the agent's log, once it appears."""
+        return self.wait_log_until(lambda log: re.search(pattern, log), f"{pattern!r} not in the agent's log",
+                                   timeout)
+
+    def wait_log_until(self, check, failure, timeout=20.0):
+        """check(the agent's log so far), re-read until it is truthy (returned); AssertionError(failure) at the
+        deadline or when the agent exits."""
         deadline = time.monotonic() + timeout
         while True:
-            m = re.search(pattern, self.agent_log())
-            if m:
-                return m
+            result = check(self.agent_log())
+            if result:
+                return result
             if time.monotonic() > deadline or (self.proc is not None and self.proc.poll() is not None):
-                raise AssertionError(f"{pattern!r} not in the agent's log; log:\n{self.agent_log()}")
+                raise AssertionError(f"{failure}; log:\n{self.agent_log()}")
             select.select([], [], [], 0.01)
 
     def healthcheck_port(self):

@@ -7,9 +7,7 @@ lost, the failed attempts bounded, no write refused by validation.
 NVDRA_API_OUTAGE_S: how long the API server stays down in the outage case (default 5; the issue's
 "a minute" is NVDRA_API_OUTAGE_S=60). The test waits for events with deadlines, never sleeps."""
 import os
-import select
 import subprocess
-import time
 import unittest
 
 from apiserver_double import outage
@@ -103,11 +101,8 @@ class ApiFaultMatrix(unittest.TestCase):
             lines = [line for line in log.splitlines() if f"driver={driver} node={self.node.node} " in line
                      and (" reconciling: " in line or " in sync: " in line)]
             return lines[-1] if lines else ""
-        deadline = time.monotonic() + timeout
-        while not all(" in sync: " in last(d, self.node.agent_log()[mark:]) for d in (GPU, CD)):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the publishers did not get in sync; agent log:\n{self.node.agent_log()}")
-            select.select([], [], [], 0.01)
+        self.node.wait_log_until(lambda log: all(" in sync: " in last(d, log[mark:]) for d in (GPU, CD)),
+                                 "the publishers did not get in sync", timeout)
 
     def wipe(self):
         self.api.delete_matching("resource.k8s.io/v1", SLICES, f"spec.nodeName={self.node.node}")
