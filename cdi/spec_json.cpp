@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 namespace nvdra::cdi {
 namespace {
@@ -111,7 +112,11 @@ std::string minimum_version(const Spec& spec) {
   return kVersionNames[v];
 }
 
-json::value to_json(const Spec& spec) {
+namespace {
+
+// Everything but the spec-level edits, which Boost.JSON would write last (objects keep their
+// insertion order).
+json::object without_edits(const Spec& spec) {
   json::object o;
   o["cdiVersion"] = minimum_version(spec);
   o["kind"] = spec.kind;
@@ -125,13 +130,42 @@ json::value to_json(const Spec& spec) {
     devices.emplace_back(std::move(dev));
   }
   o["devices"] = std::move(devices);
+  return o;
+}
+
+// A node's claim specs all carry the same spec-level edits (the driver's common edits: its
+// libraries, hooks and nodes, most of each file's bytes). Their text is kept per thread and reused
+// while the edits stay equal, which costs a comparison instead of a JSON tree for every claim.
+const std::string& edits_text(const ContainerEdits& edits) {
+  thread_local std::optional<ContainerEdits> key;
+  thread_local std::string text;
+  if (!key || *key != edits) {
+    text = json::serialize(edits_json(edits));
+    key = edits;
+  }
+  return text;
+}
+
+}  // namespace
+
+json::value to_json(const Spec& spec) {
+  json::object o = without_edits(spec);
   if (!spec.edits.empty()) o["containerEdits"] = edits_json(spec.edits);
   return o;
 }
 
 std::string serialize(const Spec& spec) {
-  std::string out = json::serialize(to_json(spec));
-  out.push_back('\n');
+  if (spec.edits.empty()) return json::serialize(without_edits(spec)) + "\n";
+  // The edits' place holds a placeholder string, replaced by their kept text: Boost.JSON writes
+  // the key and the separators, and the placeholder is the document's last value.
+  constexpr std::string_view kPlaceholder = "\"\\u0001\"}";
+  json::object o = without_edits(spec);
+  o["containerEdits"] = "\x01";
+  std::string out = json::serialize(o);
+  if (!out.ends_with(kPlaceholder)) return json::serialize(to_json(spec)) + "\n";  // not as expected: no reuse
+  out.resize(out.size() - kPlaceholder.size());
+  out += edits_text(spec.edits);
+  out += "}\n";
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 namespace nvdra::cdi {
 namespace {
@@ -84,6 +85,28 @@ TEST(SpecJson, DeviceWithoutEditsStillCarriesTheRequiredContainerEdits) {
   auto v = json::parse(serialize(s)).as_object();
   EXPECT_TRUE(v.at("devices").at(0).as_object().contains("containerEdits"));
   EXPECT_FALSE(v.contains("containerEdits"));
+}
+
+// serialize() reuses the spec-level edits' text while they stay equal: the bytes are still the
+// whole tree's, for the same edits twice and after they change (or go) on the same thread.
+TEST(SpecJson, KeptSpecLevelEditsTextFollowsTheEdits) {
+  auto whole = [](const Spec& s) { return json::serialize(to_json(s)) + "\n"; };
+  auto s = plain_spec();
+  s.edits.env.push_back("A=1");
+  s.edits.mounts.push_back(Mount{"/h", "/c", {}, {"ro", "bind"}});
+  EXPECT_EQ(serialize(s), whole(s));
+  s.devices[0].name = "gpu-1";
+  EXPECT_EQ(serialize(s), whole(s)) << "same edits, another device";
+  s.edits.mounts[0].host_path = "/other";
+  EXPECT_EQ(serialize(s), whole(s)) << "a changed mount";
+  EXPECT_NE(serialize(s).find("/other"), std::string::npos);
+  s.edits.hooks.push_back(Hook{"createContainer", "/usr/bin/hook", {"hook"}, {}, std::nullopt});
+  EXPECT_EQ(serialize(s), whole(s)) << "a hook more";
+  s.edits.env.push_back("B=\x01");  // the placeholder's character, in a value of the edits
+  EXPECT_EQ(serialize(s), whole(s));
+  s.edits = {};
+  EXPECT_EQ(serialize(s), whole(s)) << "no spec-level edits";
+  EXPECT_EQ(serialize(s).find("\"containerEdits\":{\"env\""), std::string::npos);
 }
 
 TEST(SpecModel, AppendSkipsEntriesAlreadyPresent) {

@@ -66,7 +66,8 @@ class ClaimSpecStep final : public GpuStep {
 
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
     co_return co_await c.node.pool.run([&c, area = c.area]() -> Status {
-      auto spec = cdi::build_claim_spec(cdi::kGpuVendor, c.claim.uid, c.edits, c.claim_edits);
+      // The last reader of the edits: moved, not copied (the driver's common edits are most of them).
+      auto spec = cdi::build_claim_spec(cdi::kGpuVendor, c.claim.uid, std::move(c.edits), std::move(c.claim_edits));
       if (!spec) return spec.error();
       if (auto st = c.node.specs.write(*spec); !st) return st;
       crash_point(area, "prepare.after-cdi-write");
