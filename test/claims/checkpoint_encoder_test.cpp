@@ -133,5 +133,24 @@ TEST(CheckpointEncoder, WarmTakesOnlyClaimsThatOutlivedASaveAndKeepsTheBytes) {
   EXPECT_EQ(encoder.encode(cp, &none), encode_checkpoint(cp));
 }
 
+// A save gives no span to a PrepareStarted claim (its next commit rewrites it); warm() does, in
+// idle time, and the bytes stay encode_checkpoint()'s throughout.
+TEST(CheckpointEncoder, SavesLeavePrepareStartedClaimsToWarm) {
+  Checkpoint cp;
+  for (int i = 0; i < 4; ++i) cp.claims[uid(i)] = claim(i, ClaimState::kPrepareStarted);  // 4 members
+  CheckpointEncoder encoder;
+  ASSERT_EQ(encoder.encode(cp, nullptr), encode_checkpoint(cp));  // a start: they were there before
+  std::vector<std::string> none;
+  ASSERT_EQ(encoder.encode(cp, &none), encode_checkpoint(cp));
+  EXPECT_TRUE(encoder.warm(3)) << "two saves computed no span of the 4 PrepareStarted members";
+  EXPECT_FALSE(encoder.warm(1));
+  cp.claims[uid(0)] = claim(0, ClaimState::kPrepareCompleted);
+  std::vector<std::string> completed{uid(0)};
+  ASSERT_EQ(encoder.encode(cp, &completed), encode_checkpoint(cp));
+  ASSERT_EQ(encoder.encode(cp, &none), encode_checkpoint(cp));  // uid(0) outlived a save: both spans
+  EXPECT_FALSE(encoder.warm(0)) << "the save took the PrepareCompleted claim's v2 and v1 members";
+  EXPECT_EQ(encoder.encode(cp, &none), encode_checkpoint(cp));
+}
+
 }  // namespace
 }  // namespace nvdra::claims

@@ -57,6 +57,9 @@ void CheckpointEncoder::compute_spans() {
   int budget = kSpansPerSave;
   for (auto& [uid, e] : members_) {
     if (e.written == saves_) continue;  // written by this save
+    // PrepareStarted (no v1 member): its next commit (PrepareCompleted, or its rollback) rewrites
+    // it, within a few saves in a burst of prepares; warm() still gives it a span when idle.
+    if (e.v1.bytes.empty()) continue;
     for (Member* m : {&e.v2, &e.v1}) {
       if (m->span || m->bytes.empty() || budget == 0) continue;
       m->span = std::make_unique<ChecksumSpan>(m->bytes);

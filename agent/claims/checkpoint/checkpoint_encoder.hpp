@@ -10,9 +10,9 @@
 // and computes both checksums from the cached spans. Bytes equal encode_checkpoint()'s for every
 // checkpoint (checkpoint_encoder_test compares them).
 //
-// A span costs 10-30× hashing its bytes once, so it is computed only for a claim that outlived a
-// save unchanged (a claim rewritten from PrepareStarted to PrepareCompleted, or one of a node with
-// a single claim, never pays for it), and at most kSpansPerSave per save; the others are hashed
+// A span costs 10-30× hashing its bytes once, so a save computes it only for a PrepareCompleted
+// claim that outlived a save unchanged (a PrepareStarted claim is rewritten by its next commit, and
+// one of a node with a single claim never pays for it), and at most kSpansPerSave per save; the others are hashed
 // plainly until their turn. The rest are computed in idle time (warm(), which the committer runs
 // on the worker pool between saves): a node that prepared 1,000 claims in a few large batches
 // otherwise hashed most of them plainly on every save for the next hundred saves.
