@@ -191,7 +191,7 @@ steps::PipelineHooks<GpuPrepare> GpuClaimHandler::prepare_hooks(const kubelet::C
   hooks.started = [this, &entry, &clock](GpuPrepare& p) -> boost::asio::awaitable<Status> {
     const std::string_view area = p.area;
     if (options_.fabric) options_.fabric->hold(p.claim.uid, p.fabric);
-    if (auto st = co_await committer_.commit({ClaimUpdate{p.claim.uid, entry}}); !st) {
+    if (auto st = co_await committer_.commit_one(p.claim.uid, entry); !st) {
       if (options_.fabric) options_.fabric->forget(p.claim.uid);
       co_return st;
     }
@@ -204,7 +204,8 @@ steps::PipelineHooks<GpuPrepare> GpuClaimHandler::prepare_hooks(const kubelet::C
     clock.step("devices");
     entry.state = ClaimState::kPrepareCompleted;
     entry.prepared_devices = encode_prepared_groups(p.prepared);
-    if (auto st = co_await committer_.commit({ClaimUpdate{p.claim.uid, entry}}); !st) co_return st;
+    // The entry's last use: its JSON trees move into the update.
+    if (auto st = co_await committer_.commit_one(p.claim.uid, std::move(entry)); !st) co_return st;
     crash_point(area, "prepare.after-completed");  // durable, kubelet not yet answered
     clock.step("completed");
     co_return Status{};

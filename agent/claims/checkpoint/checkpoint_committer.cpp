@@ -24,6 +24,14 @@ void apply_updates(Checkpoint& cp, const std::vector<ClaimUpdate>& updates) {
   }
 }
 
+// The same for the batch's last reader: the claims' JSON trees move instead of being copied.
+void move_updates(Checkpoint& cp, std::vector<ClaimUpdate>&& updates) {
+  for (auto& u : updates) {
+    if (u.claim) cp.claims[u.uid] = std::move(*u.claim);
+    else cp.claims.erase(u.uid);
+  }
+}
+
 // One awaiting caller. The timer never expires: notify() cancels it to wake the caller.
 struct Waiter {
   explicit Waiter(const asio::any_io_executor& ex) : timer(ex, asio::steady_timer::time_point::max()) {}
@@ -119,6 +127,12 @@ asio::awaitable<Status> CheckpointCommitter::commit(std::vector<ClaimUpdate> upd
   co_return waiter->status;
 }
 
+asio::awaitable<Status> CheckpointCommitter::commit_one(std::string uid, std::optional<CheckpointedClaim> claim) {
+  std::vector<ClaimUpdate> updates;
+  updates.push_back(ClaimUpdate{std::move(uid), std::move(claim)});
+  return commit(std::move(updates));
+}
+
 asio::awaitable<void> CheckpointCommitter::flush() {
   auto st = state_;
   if (st->queue.empty() && !st->writing) co_return;
@@ -174,7 +188,7 @@ asio::awaitable<void> CheckpointCommitter::save_queued(std::shared_ptr<State> st
                    store->location()};
   }
   if (status) {
-    for (const auto& b : written) apply_updates(st->durable, b.updates);
+    for (auto& b : written) move_updates(st->durable, std::move(b.updates));
   } else {
     // Drop the failed batches from memory: rebuild current from disk + what queued meanwhile.
     *st->writing_copy = st->durable;

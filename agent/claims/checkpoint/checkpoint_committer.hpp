@@ -48,6 +48,8 @@ class CheckpointCommitter {
   // Applies the updates to current() now and returns once they are durable (or failed). The updates
   // of one call are written together, never split across saves.
   boost::asio::awaitable<Status> commit(std::vector<ClaimUpdate> updates);
+  // commit() of one claim's update, moved in (a braced list would copy the claim's JSON trees).
+  boost::asio::awaitable<Status> commit_one(std::string uid, std::optional<CheckpointedClaim> claim);
 
   // Returns once everything queued before the call has been saved (or failed); for shutdown.
   boost::asio::awaitable<void> flush();
