@@ -1,5 +1,6 @@
 #include "agent/claims/checkpoint/checkpoint_encoder.hpp"
 
+#include <boost/json/monotonic_resource.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/string.hpp>
 
@@ -17,10 +18,12 @@ namespace json = boost::json;
 constexpr std::string_view kSlot = "\"\\u0001\"";
 json::value slot() { return json::string("\x01"); }
 
-// `"<uid>":<value>`: Boost.JSON's serialization of {uid: value} without its braces.
-std::string member(const std::string& uid, json::object value) {
-  json::object wrapper;
-  wrapper[uid] = std::move(value);
+// `"<uid>":<value>`: Boost.JSON's serialization of {uid: value} without its braces. The tree is
+// temporary: built in an arena, as encode_checkpoint() builds its own, not a malloc per node.
+std::string member(const std::string& uid, const CheckpointedClaim& c, bool v1) {
+  json::storage_ptr arena = json::make_shared_resource<json::monotonic_resource>();
+  json::object wrapper(arena);
+  wrapper[uid] = v1 ? encode_claim_v1(c, arena) : encode_claim_v2(c, arena);
   std::string text = go_json(wrapper);
   return text.substr(1, text.size() - 2);
 }
@@ -31,8 +34,8 @@ void CheckpointEncoder::refresh(const Checkpoint& cp, const std::vector<std::str
   auto encode_one = [this](const std::string& uid, const CheckpointedClaim& c) {
     Entry e;
     e.written = saves_;
-    e.v2.bytes = member(uid, encode_claim_v2(c));
-    if (c.state == ClaimState::kPrepareCompleted) e.v1.bytes = member(uid, encode_claim_v1(c));
+    e.v2.bytes = member(uid, c, false);
+    if (c.state == ClaimState::kPrepareCompleted) e.v1.bytes = member(uid, c, true);
     members_.insert_or_assign(uid, std::move(e));
   };
   if (changed) {
