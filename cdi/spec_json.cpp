@@ -6,6 +6,8 @@
 #include <cctype>
 #include <optional>
 
+#include "agent/base/json_slot.hpp"
+
 namespace nvdra::cdi {
 namespace {
 
@@ -156,14 +158,15 @@ json::value to_json(const Spec& spec) {
 
 std::string serialize(const Spec& spec) {
   if (spec.edits.empty()) return json::serialize(without_edits(spec)) + "\n";
-  // The edits' place holds a placeholder string, replaced by their kept text: Boost.JSON writes
-  // the key and the separators, and the placeholder is the document's last value.
-  constexpr std::string_view kPlaceholder = "\"\\u0001\"}";
+  // The edits' place holds a JSON slot (json_slot.hpp), replaced by their kept text: Boost.JSON
+  // writes the key and the separators, and the slot is the document's last value, before its brace
+  // (taken from the end, so a value holding U+0001 elsewhere is never taken for it).
   json::object o = without_edits(spec);
-  o["containerEdits"] = "\x01";
+  o["containerEdits"] = kJsonSlotValue;
   std::string out = json::serialize(o);
-  if (!out.ends_with(kPlaceholder)) return json::serialize(to_json(spec)) + "\n";  // not as expected: no reuse
-  out.resize(out.size() - kPlaceholder.size());
+  out.pop_back();  // the closing brace
+  if (!out.ends_with(kJsonSlotText)) return json::serialize(to_json(spec)) + "\n";  // not as expected: no reuse
+  out.resize(out.size() - kJsonSlotText.size());
   out += edits_text(spec.edits);
   out += "}\n";
   return out;

@@ -26,7 +26,7 @@ boost::asio::awaitable<Status> GpuClaimHandler::adopt(kubelet::ClaimRef claim) {
     if (auto st = co_await step->recover(taken); !st) co_return st;
   CheckpointedClaim entry{ClaimState::kPrepareCompleted, encode_claim_status(*allocation),
                           encode_prepared_groups(taken.prepared), claim.name, claim.namespace_name, {}};
-  if (auto st = co_await committer_.commit({ClaimUpdate{claim.uid, entry}}); !st) {
+  if (auto st = co_await committer_.commit_one(claim.uid, std::move(entry)); !st) {
     Error e = st.error();
     e.claim = claim.describe();
     co_return e;

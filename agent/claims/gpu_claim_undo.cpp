@@ -116,7 +116,7 @@ boost::asio::awaitable<Status> GpuClaimHandler::undo_claim(kubelet::ClaimRef cla
   const std::string_view area = undo.area;
   for (auto* step : gpu_undo_steps())
     if (auto st = co_await step->undo(undo); !st) co_return for_claim(st.error(), claim);
-  if (auto c = co_await committer_.commit({ClaimUpdate{claim.uid, std::nullopt}}); !c)
+  if (auto c = co_await committer_.commit_one(claim.uid, std::nullopt); !c)
     co_return for_claim(c.error(), claim);
   crash_point(area, "unprepare.after-erase");  // durable, kubelet not yet answered
   if (options_.on_devices_changed) options_.on_devices_changed();

@@ -83,14 +83,14 @@ claims::steps::PipelineHooks<DomainPrepare> DomainClaimBook::hooks() {
   claims::steps::PipelineHooks<DomainPrepare> h;
   h.started = [this](DomainPrepare& c) -> boost::asio::awaitable<Status> {
     c.entry.state = ClaimState::kPrepareStarted;
-    if (auto st = co_await committer_.commit({ClaimUpdate{c.claim.uid, c.entry}}); !st) co_return st;
+    if (auto st = co_await committer_.commit_one(c.claim.uid, c.entry); !st) co_return st;
     reach(points_.after_started);
     co_return Status{};
   };
   h.completed = [this](DomainPrepare& c) -> boost::asio::awaitable<Status> {
     c.entry.state = ClaimState::kPrepareCompleted;
     c.entry.prepared_devices = c.encode(c.ids);
-    if (auto st = co_await committer_.commit({ClaimUpdate{c.claim.uid, c.entry}}); !st) co_return st;
+    if (auto st = co_await committer_.commit_one(c.claim.uid, c.entry); !st) co_return st;
     reach(points_.after_completed);  // durable, kubelet not yet answered
     co_return Status{};
   };
@@ -110,7 +110,7 @@ boost::asio::awaitable<Status> DomainClaimBook::forget(const kubelet::ClaimRef& 
   if (!st) co_return naming(st.error(), claim);
   reach(points_.after_spec_remove);
   if (committer_.current().claims.count(claim.uid) == 0) co_return Status{};
-  if (auto c = co_await committer_.commit({ClaimUpdate{claim.uid, std::nullopt}}); !c)
+  if (auto c = co_await committer_.commit_one(claim.uid, std::nullopt); !c)
     co_return naming(c.error(), claim);
   reach(points_.after_erase);  // durable, kubelet not yet answered
   co_return Status{};

@@ -6,17 +6,19 @@
 
 #include <utility>
 
+#include "agent/base/json_slot.hpp"
+
 namespace nvdra::claims {
 namespace {
 
 namespace json = boost::json;
 
-// Where a claims object goes in a skeleton: the string "\x01", which go_json writes as below.
-// Boost.JSON writes every other string holding it the same way, so the skeletons are built with
-// their keys in the file's order and searched from the start: the placeholders come before the
+// Where a claims object goes in a skeleton: a JSON slot (json_slot.hpp), which go_json writes as
+// Boost.JSON does. Every other string holding U+0001 is written the same way, so the skeletons are
+// built with their keys in the file's order and searched from the start: the slots come before the
 // only free-form string (nodeBootID).
-constexpr std::string_view kSlot = "\"\\u0001\"";
-json::value slot() { return json::string("\x01"); }
+constexpr std::string_view kSlot = kJsonSlotText;
+json::value slot() { return json::string(kJsonSlotValue); }
 
 // `"<uid>":<value>`: Boost.JSON's serialization of {uid: value} without its braces. The tree is
 // temporary: built in an arena, as encode_checkpoint() builds its own, not a malloc per node.

@@ -141,7 +141,7 @@ boost::asio::awaitable<Status> recreate_missing_migs(GpuPrepare& c) {
   if (!st) co_return with_context(st.error(), "claim " + c.claim.describe() + ": rewriting its CDI spec");
   CheckpointedClaim updated = entry;
   updated.prepared_devices = encode_prepared_groups(*groups);
-  co_return co_await c.node.committer.commit({ClaimUpdate{uid, updated}});
+  co_return co_await c.node.committer.commit_one(uid, std::move(updated));
 }
 
 boost::asio::awaitable<Status> adopted_migs(GpuPrepare& c) {
