@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -92,6 +94,27 @@ std::optional<MachineState> parse_state(const std::string& text) {
 
 StateFile::StateFile(std::string path, const MachineProfile& profile) : path_(std::move(path)), profile_(profile) {}
 
+StateFile::~StateFile() {
+  if (generation_ != nullptr) ::munmap(generation_, sizeof(uint64_t));
+}
+
+uint64_t* StateFile::generation() {
+  if (generation_tried_) return generation_;
+  generation_tried_ = true;
+  const std::string gen_path = path_ + ".gen";
+  const int fd = ::open(gen_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return nullptr;
+  struct stat st {};
+  // Growing a shorter file (a process racing to create it) zero-fills; an 8-byte one is left as is.
+  if (::fstat(fd, &st) == 0 && (st.st_size >= static_cast<off_t>(sizeof(uint64_t)) ||
+                                ::ftruncate(fd, sizeof(uint64_t)) == 0)) {
+    void* at = ::mmap(nullptr, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (at != MAP_FAILED) generation_ = static_cast<uint64_t*>(at);
+  }
+  ::close(fd);
+  return generation_;
+}
+
 namespace {
 
 // The whole file; nullopt when it cannot be opened (no state written yet).
@@ -112,6 +135,12 @@ std::optional<std::string> read_file(const std::string& path) {
 }  // namespace
 
 MachineState StateFile::load_locked() {
+  // The counter before the file: a writer replaces the file, then bumps it, so a change between the
+  // two reads costs one more read later, never a missed one.
+  uint64_t* gen = generation();
+  const uint64_t seen = gen != nullptr ? __atomic_load_n(gen, __ATOMIC_ACQUIRE) : 0;
+  if (gen != nullptr && cached_ && seen == cached_generation_) return *cached_;
+  cached_generation_ = seen;
   const std::optional<std::string> text = read_file(path_);
   // Comparing the text is cheaper than parsing it and, unlike mtime, never misses a change.
   if (cached_ && text && *text == cached_text_) return *cached_;
@@ -147,6 +176,8 @@ int StateFile::with(Access access, const std::function<int(MachineState&)>& fn) 
     if (written && std::rename(tmp.c_str(), path_.c_str()) == 0) {
       cached_text_ = text;
       cached_ = st;
+      // Writers hold the file lock, so the counter moves from what load_locked() saw to this.
+      if (generation_ != nullptr) cached_generation_ = __atomic_add_fetch(generation_, 1, __ATOMIC_ACQ_REL);
     } else {
       rc = 17;
     }

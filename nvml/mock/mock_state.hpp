@@ -64,6 +64,9 @@ class StateFile {
  public:
   enum class Access { kRead, kWrite };
   StateFile(std::string path, const MachineProfile& profile);
+  ~StateFile();
+  StateFile(const StateFile&) = delete;
+  StateFile& operator=(const StateFile&) = delete;
 
   // Runs fn on the current state under the lock. With kWrite, a SUCCESS result is written back
   // before the lock is released. A missing, corrupt or foreign (other profile) file reads as the
@@ -73,11 +76,19 @@ class StateFile {
 
  private:
   MachineState load_locked();
+  uint64_t* generation();
   std::string path_;
   const MachineProfile& profile_;
   std::mutex mu_;
   std::string cached_text_;
   std::optional<MachineState> cached_;
+  // "<file>.gen": a counter every writer bumps after replacing the file, mapped shared by every
+  // process that loads the mock. A read whose counter has not moved since the last one reuses the
+  // parsed state without a system call (an agent's start makes ~150 NVML calls into the mock;
+  // each opened and read the file). nullptr: not mapped (yet, or it could not be), read the file.
+  uint64_t* generation_ = nullptr;
+  bool generation_tried_ = false;
+  uint64_t cached_generation_ = 0;
 };
 
 }  // namespace nvdra::nvml::mock

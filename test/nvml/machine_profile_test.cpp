@@ -110,6 +110,34 @@ TEST(MachineProfile, DuplicatesTyposAndBadValuesAreRejectedWithTheField) {
   EXPECT_EQ(r.error().field, "gpus[1].uuid");
 }
 
+// The shapes of the UUIDs, bus IDs and driver version, each at its edges.
+TEST(MachineProfile, IdentifiersAreCheckedAtTheirEdges) {
+  const auto gpu = [](const std::string& uuid, const std::string& bus) {
+    return std::string(kHeader) + "  - {product: NVIDIA L4, uuid: " + uuid + ", pciBusId: \"" + bus + "\"}\n";
+  };
+  const std::string uuid = "GPU-0a0b0c0d-0000-4000-8000-00000000000f";
+  auto ok = parse_profile(gpu(uuid, "0001:7f:1A.7"), "x.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->gpus[0].domain, 1u);
+  EXPECT_EQ(ok->gpus[0].bus, 0x7fu);
+  EXPECT_EQ(ok->gpus[0].device, 0x1au);
+  EXPECT_EQ(ok->gpus[0].function, 7u);
+  for (const char* bad : {"GPU-0A0B0C0D-0000-4000-8000-00000000000F", "GPU-0a0b0c0d-0000-4000-8000-00000000000",
+                          "GPU-0a0b0c0d00000-4000-8000-00000000000f", "gpu-0a0b0c0d-0000-4000-8000-00000000000f"})
+    EXPECT_NE(error_of(gpu(bad, "0000:07:00.0")).find("field uuid"), std::string::npos) << bad;
+  for (const char* bad : {"000:07:00.0", "000000000:07:00.0", "0000:07:00.8", "0000:7:00.0", "0000:07:00:0",
+                          "0000:g7:00.0", "0000:07:00.00"})
+    EXPECT_NE(error_of(gpu(uuid, bad)).find("field pciBusId"), std::string::npos) << bad;
+  for (const char* version : {"570", "570.", ".148", "570..08", "570.148.08.1", "570.14a"}) {
+    std::string text = gpu(uuid, "0000:07:00.0");
+    text.replace(text.find("570.148.08"), 10, version);
+    EXPECT_NE(error_of(text).find("field driverVersion"), std::string::npos) << version;
+  }
+  std::string two_parts = gpu(uuid, "0000:07:00.0");
+  two_parts.replace(two_parts.find("570.148.08"), 10, "570.148");
+  EXPECT_TRUE(parse_profile(two_parts, "x.yaml").ok());
+}
+
 TEST(MachineProfile, NamesResolveUnderTheProfileDirectoryAndPathsStayPaths) {
   EXPECT_EQ(resolve_profile_path("l4", "/p"), "/p/l4.yaml");
   EXPECT_EQ(resolve_profile_path("./my.yaml", "/p"), "./my.yaml");
