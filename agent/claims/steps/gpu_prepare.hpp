@@ -112,4 +112,13 @@ struct GpuPrepare {
 
 using GpuStep = steps::ClaimStep<GpuPrepare>;
 
+// Whether a group of the plan shares its devices this way. The steps of one sharing kind return
+// at once for claims without it: a trip to the worker pool and back is two thread switches, most
+// of what such a step would cost a claim that has nothing for it to do.
+inline bool plans_sharing(const GpuPrepare& c, SharingKind kind) {
+  for (const auto& group : *c.groups)
+    if (group.plan.kind == kind) return true;
+  return false;
+}
+
 }  // namespace nvdra::claims

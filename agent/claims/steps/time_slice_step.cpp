@@ -34,6 +34,7 @@ class TimeSliceStep final : public GpuStep {
   Status plan(GpuPrepare&) const override { return {}; }  // plan_sharing checked the interval
 
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
+    if (!plans_sharing(c, SharingKind::kTimeSlicing)) co_return Status{};
     co_return co_await c.node.pool.run([&c, area = c.area]() -> Status {
       for (std::size_t g = 0; g < c.groups->size(); ++g) {
         const auto& group = (*c.groups)[g];
