@@ -1,0 +1,71 @@
+// The sharing steps (time-slice, compute-mode, MPS) of a claim that does not share that way stay on
+// the loop thread: a prepare of a plain claim spends no trip to the worker pool on them (each trip
+// is two thread switches; a burst of 64 prepares made ~500 of them a round).
+#include <boost/asio/post.hpp>
+
+#include <future>
+
+#include "agent/claims/steps/gpu_step_list.hpp"
+#include "test/claims/pipeline_fixture.hpp"
+
+namespace nvdra::claims::testing {
+namespace {
+
+class SharingStepsTest : public PipelineTest {
+ protected:
+  // The steps' node, with a pool whose one thread is held until release() (a trip there would wait).
+  void SetUp() override {
+    PipelineTest::SetUp();
+    asio::post(held_.executor(), [gate = gate_] { gate.wait(); });
+    services_ = std::make_unique<GpuServices>(GpuServices{held_, *inventory_, *committer_, specs_, mps_, smi_, shares_,
+                                                          nullptr, nullptr, nullptr, node_, mps_root_, host_, edits_,
+                                                          on_rewritten_});
+  }
+  void TearDown() override {
+    release_.set_value();
+    PipelineTest::TearDown();
+  }
+
+  GpuPrepare prepare_of(SharingKind kind) {
+    PlannedGroup group;
+    group.plan.kind = kind;
+    groups_ = {group};
+    GpuPrepare c{*services_, kubelet::ClaimRef{"default", "plain", "uid-plain"}, "gpu"};
+    c.groups = &groups_;
+    c.prepared.resize(1);
+    c.daemons.resize(1);
+    c.undo.resize(1);
+    return c;
+  }
+
+  std::promise<void> release_;
+  std::shared_future<void> gate_ = release_.get_future().share();
+  runtime::WorkerPool held_{1};
+  NvidiaSmi smi_{"/nonexistent"};
+  ShareStep shares_{false, {}, [](const std::string&) -> std::optional<DeviceType> { return std::nullopt; }};
+  std::string node_ = "node-a", mps_root_ = "/nonexistent";
+  cdi::HostView host_{"/", "/"};
+  cdi::ContainerEdits edits_;
+  std::function<void(const kubelet::ClaimRef&, const std::string&)> on_rewritten_;
+  std::vector<PlannedGroup> groups_;
+  std::unique_ptr<GpuServices> services_;
+};
+
+TEST_F(SharingStepsTest, AClaimWithoutSharingNeverWaitsForThePool) {
+  for (auto* step : {&time_slice_step(), &compute_mode_step(), &mps_daemon_step()}) {
+    auto c = prepare_of(SharingKind::kExclusive);
+    EXPECT_TRUE(run(step->apply(c))) << step->name();
+    EXPECT_TRUE(run(step->undo(c))) << step->name();
+    EXPECT_FALSE(c.prepared[0].time_slice_applied) << step->name();
+    EXPECT_TRUE(c.prepared[0].mps_daemon_id.empty()) << step->name();
+  }
+  // Time-slicing is not MPS: its compute-mode and daemon steps stay on the loop too.
+  for (auto* step : {&compute_mode_step(), &mps_daemon_step()}) {
+    auto c = prepare_of(SharingKind::kTimeSlicing);
+    EXPECT_TRUE(run(step->apply(c))) << step->name();
+  }
+  EXPECT_TRUE(mps_.started.empty());
+}
+
+}  // namespace
+}  // namespace nvdra::claims::testing
