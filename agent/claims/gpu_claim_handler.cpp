@@ -70,7 +70,7 @@ GpuClaimHandler::GpuClaimHandler(runtime::WorkerPool& pool, ClaimSource& source,
   if (options_.pci) vfio_ = std::make_unique<VfioStep>(pool_, *options_.pci, options_.vfio);
   services_.reset(new GpuServices{pool_, inventory_, committer_, specs_, mps_, smi_, shares_, dynamic_mig_.get(),
                                   vfio_.get(), options_.fabric, options_.node_name, options_.mps_root, options_.host,
-                                  options_.common_edits, options_.on_spec_rewritten});
+                                  options_.common_edits, options_.on_spec_rewritten, gpu_edits_});
 }
 
 Result<std::vector<PlannedGroup>> GpuClaimHandler::plan_claim(ClaimAllocation& allocation,

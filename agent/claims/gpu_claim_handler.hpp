@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "agent/claims/checkpoint/checkpoint_committer.hpp"
+#include "agent/claims/steps/gpu_edits_cache.hpp"
 #include "agent/claims/claim/claim_source.hpp"
 #include "agent/claims/mig/dynamic_mig.hpp"
 #include "agent/claims/fabric/fabric_partitions.hpp"
@@ -146,6 +147,7 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   std::unique_ptr<DynamicMig> dynamic_mig_;  // set when options.mig_library is
   ShareStep shares_;
   std::unique_ptr<VfioStep> vfio_;           // set when options.pci is
+  GpuEditsCache gpu_edits_;                  // full GPUs' device edits, kept 5 minutes
   std::unique_ptr<GpuServices> services_;    // what the steps act through (steps/gpu_prepare.hpp)
 };
 

@@ -20,6 +20,7 @@
 #include "agent/claims/sharing/share_step.hpp"
 #include "agent/claims/sharing/sharing_plan.hpp"
 #include "agent/claims/steps/claim_step.hpp"
+#include "agent/claims/steps/gpu_edits_cache.hpp"
 #include "agent/claims/steps/gpu_recovery.hpp"
 #include "agent/claims/sharing/time_slicing.hpp"
 #include "agent/claims/vfio/vfio_step.hpp"
@@ -85,6 +86,7 @@ struct GpuServices {
   const cdi::ContainerEdits& common_edits;
   // A prepared claim's damaged CDI spec was written again (GpuClaimHandlerOptions::on_spec_rewritten).
   const std::function<void(const kubelet::ClaimRef&, const std::string&)>& on_spec_rewritten;
+  GpuEditsCache& gpu_edits;  // full GPUs' device edits, kept as upstream keeps them
 
   MpsDaemon mps_daemon(const std::string& id, std::vector<std::string> uuids, MpsPlan plan) const;
 };

@@ -1,6 +1,7 @@
-// The sharing steps (time-slice, compute-mode, MPS) of a claim that does not share that way stay on
-// the loop thread: a prepare of a plain claim spends no trip to the worker pool on them (each trip
-// is two thread switches; a burst of 64 prepares made ~500 of them a round).
+// Steps with nothing to do off the loop thread stay on it: the sharing steps (time-slice,
+// compute-mode, MPS) of a claim that does not share that way, and the device edits of full GPUs whose
+// edits are kept (GpuEditsCache). Each trip to the worker pool is two thread switches; a burst of 64
+// prepares made ~600 of them a round.
 #include <boost/asio/post.hpp>
 
 #include <future>
@@ -11,15 +12,16 @@
 namespace nvdra::claims::testing {
 namespace {
 
-class SharingStepsTest : public PipelineTest {
+class LoopStepsTest : public PipelineTest {
  protected:
   // The steps' node, with a pool whose one thread is held until release() (a trip there would wait).
   void SetUp() override {
     PipelineTest::SetUp();
     asio::post(held_.executor(), [gate = gate_] { gate.wait(); });
+    edits_.env = {"NVIDIA_VISIBLE_DEVICES=void"};
     services_ = std::make_unique<GpuServices>(GpuServices{held_, *inventory_, *committer_, specs_, mps_, smi_, shares_,
                                                           nullptr, nullptr, nullptr, node_, mps_root_, host_, edits_,
-                                                          on_rewritten_});
+                                                          on_rewritten_, gpu_edits_});
   }
   void TearDown() override {
     release_.set_value();
@@ -47,11 +49,12 @@ class SharingStepsTest : public PipelineTest {
   cdi::HostView host_{"/", "/"};
   cdi::ContainerEdits edits_;
   std::function<void(const kubelet::ClaimRef&, const std::string&)> on_rewritten_;
+  GpuEditsCache gpu_edits_;
   std::vector<PlannedGroup> groups_;
   std::unique_ptr<GpuServices> services_;
 };
 
-TEST_F(SharingStepsTest, AClaimWithoutSharingNeverWaitsForThePool) {
+TEST_F(LoopStepsTest, AClaimWithoutSharingNeverWaitsForThePool) {
   for (auto* step : {&time_slice_step(), &compute_mode_step(), &mps_daemon_step()}) {
     auto c = prepare_of(SharingKind::kExclusive);
     EXPECT_TRUE(run(step->apply(c))) << step->name();
@@ -65,6 +68,20 @@ TEST_F(SharingStepsTest, AClaimWithoutSharingNeverWaitsForThePool) {
     EXPECT_TRUE(run(step->apply(c))) << step->name();
   }
   EXPECT_TRUE(mps_.started.empty());
+}
+
+TEST_F(LoopStepsTest, AFullGpuWhoseEditsAreKeptGetsThemWithoutThePool) {
+  const auto* gpu = inventory_->find("gpu-0");
+  ASSERT_TRUE(gpu != nullptr && gpu->type == DeviceType::kGpu);
+  gpu_edits_.read(cdi::GpuDevice{gpu->minor, gpu->pci_bus_id}, host_);  // as an earlier prepare's pool job did
+  auto c = prepare_of(SharingKind::kExclusive);
+  groups_[0].devices = {gpu};
+  ASSERT_TRUE(run(device_edits_step().apply(c)));
+  ASSERT_EQ(c.edits.size(), 1u);
+  EXPECT_EQ(c.edits[0].name, "gpu-0");
+  ASSERT_FALSE(c.edits[0].edits.device_nodes.empty());
+  EXPECT_EQ(c.edits[0].edits.device_nodes[0].path, "/dev/nvidia" + std::to_string(gpu->minor));
+  EXPECT_EQ(c.claim_edits.env, edits_.env) << "the driver's common edits at spec level";
 }
 
 }  // namespace
