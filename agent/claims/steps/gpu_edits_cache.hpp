@@ -1,6 +1,6 @@
 #pragma once
 // The container edits of each full GPU (/dev/nvidia<minor> and its DRM nodes), read from the host
-// once and kept 5 minutes, as upstream keeps nvcdi's device specs (upstream-driver.md §5.2: "cached
+// once and kept 5 minutes, as upstream keeps nvcdi's device specs (upstream-driver.md §5.1: "cached
 // 5 min"). A prepare whose devices are all full GPUs with kept edits builds its device edits on the
 // loop thread instead of taking a trip to the worker pool (two thread switches). Thread-safe: read
 // on the loop, filled on the pool.
