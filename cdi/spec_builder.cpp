@@ -9,6 +9,13 @@ namespace nvdra::cdi {
 
 Result<BuiltSpec> build_spec(std::string_view vendor, std::string_view cls, std::string file_name,
                              std::vector<NamedEdits> devices, ContainerEdits common) {
+  return build_spec(vendor, cls, std::move(file_name), std::move(devices),
+                    std::make_shared<const ContainerEdits>(std::move(common)));
+}
+
+Result<BuiltSpec> build_spec(std::string_view vendor, std::string_view cls, std::string file_name,
+                             std::vector<NamedEdits> devices, SharedEdits common) {
+  if (!common) common = std::make_shared<const ContainerEdits>();
   if (auto s = validate_vendor(vendor); !s) return s.error();
   if (auto s = validate_class(cls); !s) return s.error();
   if (devices.empty())
@@ -22,7 +29,7 @@ Result<BuiltSpec> build_spec(std::string_view vendor, std::string_view cls, std:
     if (!seen.insert(d.name).second)
       return make_error(ErrorCode::kInvalidArgument,
                         "CDI device name \"" + d.name + "\" appears twice in spec " + out.file_name);
-    d.edits.remove_common(common);
+    d.edits.remove_common(*common);
     out.device_ids.push_back(qualified_device_id(vendor, cls, d.name));
     out.spec.devices.push_back(Device{std::move(d.name), {}, std::move(d.edits)});
   }
@@ -39,6 +46,11 @@ Result<BuiltSpec> build_spec(std::string_view vendor, std::string_view cls, std:
 
 Result<BuiltSpec> build_claim_spec(std::string_view vendor, std::string_view claim_uid,
                                    std::vector<NamedEdits> devices, ContainerEdits common) {
+  return build_claim_spec(vendor, claim_uid, std::move(devices), std::make_shared<const ContainerEdits>(std::move(common)));
+}
+
+Result<BuiltSpec> build_claim_spec(std::string_view vendor, std::string_view claim_uid,
+                                   std::vector<NamedEdits> devices, SharedEdits common) {
   if (claim_uid.empty() || claim_uid.find('/') != std::string_view::npos) {
     Error e = make_error(ErrorCode::kInvalidArgument,
                          "claim uid \"" + std::string(claim_uid) + "\" must be non-empty and contain no '/'");

@@ -27,12 +27,18 @@ struct BuiltSpec {
 // Errors name the vendor/class/device and CDI's rules; duplicate device names are refused.
 Result<BuiltSpec> build_spec(std::string_view vendor, std::string_view cls, std::string file_name,
                              std::vector<NamedEdits> devices, ContainerEdits common);
+// The same with spec-level edits shared with other specs (null: none).
+Result<BuiltSpec> build_spec(std::string_view vendor, std::string_view cls, std::string file_name,
+                             std::vector<NamedEdits> devices, SharedEdits common);
 
 // The claim's transient spec: kind <vendor>/claim, devices "<claimUID>-<name>", file
 // "<vendor>-claim_<claimUID>.yaml"; `common` (the driver's edits, NVIDIA_VISIBLE_DEVICES=void) at
 // spec level, so each device id alone brings everything a container needs.
 Result<BuiltSpec> build_claim_spec(std::string_view vendor, std::string_view claim_uid,
                                    std::vector<NamedEdits> devices, ContainerEdits common = {});
+// The same with spec-level edits shared by every claim spec of the node (null: none).
+Result<BuiltSpec> build_claim_spec(std::string_view vendor, std::string_view claim_uid,
+                                   std::vector<NamedEdits> devices, SharedEdits common);
 
 // The node-wide base spec: kind <vendor>/device, one device `device_name` with `device_edits`,
 // the driver's edits at spec level; file "<vendor>-device_base.yaml". Written once and rewritten

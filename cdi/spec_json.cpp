@@ -102,7 +102,7 @@ json::object edits_json(const ContainerEdits& e) {
 }  // namespace
 
 std::string minimum_version(const Spec& spec) {
-  Version v = edits_version(spec.edits);
+  Version v = edits_version(spec.spec_edits());
   if (!spec.annotations.empty()) v = std::max(v, k060);
   auto slash = spec.kind.find('/');
   if (slash != std::string::npos && spec.kind.find('.', slash) != std::string::npos) v = std::max(v, k060);
@@ -136,15 +136,14 @@ json::object without_edits(const Spec& spec) {
 }
 
 // A node's claim specs all carry the same spec-level edits (the driver's common edits: its
-// libraries, hooks and nodes, most of each file's bytes). Their text is kept per thread and reused
-// while the edits stay equal, which costs a comparison instead of a JSON tree for every claim.
-const std::string& edits_text(const ContainerEdits& edits) {
-  thread_local std::optional<ContainerEdits> key;
+// libraries, hooks and nodes, most of each file's bytes), shared. Their text is kept per thread and
+// reused while the edits stay the same object (a pointer comparison) or equal ones. The key is held,
+// so no other edits can take its address meanwhile.
+const std::string& edits_text(const SharedEdits& edits) {
+  thread_local SharedEdits key;
   thread_local std::string text;
-  if (!key || *key != edits) {
-    text = json::serialize(edits_json(edits));
-    key = edits;
-  }
+  if (key != edits && (!key || *key != *edits)) text = json::serialize(edits_json(*edits));
+  key = edits;
   return text;
 }
 
@@ -152,12 +151,12 @@ const std::string& edits_text(const ContainerEdits& edits) {
 
 json::value to_json(const Spec& spec) {
   json::object o = without_edits(spec);
-  if (!spec.edits.empty()) o["containerEdits"] = edits_json(spec.edits);
+  if (!spec.spec_edits().empty()) o["containerEdits"] = edits_json(spec.spec_edits());
   return o;
 }
 
 std::string serialize(const Spec& spec) {
-  if (spec.edits.empty()) return json::serialize(without_edits(spec)) + "\n";
+  if (spec.spec_edits().empty()) return json::serialize(without_edits(spec)) + "\n";
   // The edits' place holds a JSON slot (json_slot.hpp), replaced by their kept text: Boost.JSON
   // writes the key and the separators, and the slot is the document's last value, before its brace
   // (taken from the end, so a value holding U+0001 elsewhere is never taken for it).

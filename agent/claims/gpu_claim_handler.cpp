@@ -65,12 +65,13 @@ GpuClaimHandler::GpuClaimHandler(runtime::WorkerPool& pool, ClaimSource& source,
         const auto* d = inventory_.find(device);
         return d ? std::optional<DeviceType>(d->type) : std::nullopt;
       }) {
+  common_edits_ = std::make_shared<const cdi::ContainerEdits>(options_.common_edits);
   if (options_.mig_library) dynamic_mig_ = std::make_unique<DynamicMig>(
         pool_, *options_.mig_library, options_.metrics ? *options_.metrics : metrics::null_sink());
   if (options_.pci) vfio_ = std::make_unique<VfioStep>(pool_, *options_.pci, options_.vfio);
   services_.reset(new GpuServices{pool_, inventory_, committer_, specs_, mps_, smi_, shares_, dynamic_mig_.get(),
                                   vfio_.get(), options_.fabric, options_.node_name, options_.mps_root, options_.host,
-                                  options_.common_edits, options_.on_spec_rewritten, gpu_edits_});
+                                  common_edits_, options_.on_spec_rewritten, gpu_edits_});
 }
 
 Result<std::vector<PlannedGroup>> GpuClaimHandler::plan_claim(ClaimAllocation& allocation,

@@ -148,6 +148,7 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   ShareStep shares_;
   std::unique_ptr<VfioStep> vfio_;           // set when options.pci is
   GpuEditsCache gpu_edits_;                  // full GPUs' device edits, kept 5 minutes
+  cdi::SharedEdits common_edits_;            // options_.common_edits, shared by every claim spec
   std::unique_ptr<GpuServices> services_;    // what the steps act through (steps/gpu_prepare.hpp)
 };
 

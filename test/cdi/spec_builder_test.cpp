@@ -32,7 +32,7 @@ TEST(SpecBuilder, DeviceEditsRepeatedAtSpecLevelAreDropped) {
   auto built = build_claim_spec(kGpuVendor, "uid", {{"gpu-0", dev}}, common);
   ASSERT_TRUE(built.ok());
   EXPECT_EQ(built->spec.devices[0].edits, node("/dev/nvidia0"));
-  EXPECT_EQ(built->spec.edits, common);
+  EXPECT_EQ(*built->spec.edits, common);
 }
 
 TEST(SpecBuilder, DuplicateDeviceInOneClaimIsRefusedNamingClaimAndDevice) {
@@ -56,7 +56,7 @@ TEST(SpecBuilder, BaseSpecCarriesDriverEditsAtSpecLevel) {
   ASSERT_TRUE(built.ok());
   EXPECT_EQ(built->file_name, "k8s.compute-domain.nvidia.com-device_base.yaml");
   EXPECT_EQ(built->device_ids, std::vector<std::string>{"k8s.compute-domain.nvidia.com/device=all"});
-  EXPECT_EQ(built->spec.edits, driver);
+  EXPECT_EQ(*built->spec.edits, driver);
 }
 
 TEST(SpecBuilder, DeviceWithoutEditsOfItsOwnIsRefused) {

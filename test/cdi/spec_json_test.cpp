@@ -10,6 +10,13 @@ namespace {
 
 namespace json = boost::json;
 
+// The spec's spec-level edits to change: a copy of them (they are shared, never changed in place).
+ContainerEdits& edit(Spec& s) {
+  auto copy = std::make_shared<ContainerEdits>(s.spec_edits());
+  s.edits = copy;
+  return *copy;
+}
+
 Spec plain_spec() {
   Spec s;
   s.kind = "k8s.gpu.nvidia.com/claim";
@@ -22,7 +29,7 @@ TEST(SpecJson, PlainSpecNeedsOnlyTheFloorVersion) { EXPECT_EQ(minimum_version(pl
 
 TEST(SpecJson, MountTypeNeedsV040) {
   auto s = plain_spec();
-  s.edits.mounts.push_back(Mount{"/a", "/b", "bind", {}});
+  edit(s).mounts.push_back(Mount{"/a", "/b", "bind", {}});
   EXPECT_EQ(minimum_version(s), "0.4.0");
 }
 
@@ -49,7 +56,7 @@ TEST(SpecJson, AnnotationsOrADotInTheKindNameNeedV060) {
 
 TEST(SpecJson, AdditionalGidsNeedV070) {
   auto s = plain_spec();
-  s.edits.additional_gids.push_back(44);
+  edit(s).additional_gids.push_back(44);
   EXPECT_EQ(minimum_version(s), "0.7.0");
 }
 
@@ -57,9 +64,9 @@ TEST(SpecJson, WritesCdiFieldNamesAndLeavesUnsetFieldsOut) {
   auto s = plain_spec();
   s.devices[0].edits.device_nodes.push_back(
       DeviceNode{"/dev/nvidia-caps/nvidia-cap30", std::nullopt, "c", 234, 30, 292, {}, {}, {}});
-  s.edits.env.push_back("A=1");
-  s.edits.hooks.push_back(Hook{"createContainer", "/usr/bin/hook", {"hook", "x"}, {}, std::nullopt});
-  s.edits.mounts.push_back(Mount{"/h", "/c", {}, {"ro", "bind"}});
+  edit(s).env.push_back("A=1");
+  edit(s).hooks.push_back(Hook{"createContainer", "/usr/bin/hook", {"hook", "x"}, {}, std::nullopt});
+  edit(s).mounts.push_back(Mount{"/h", "/c", {}, {"ro", "bind"}});
   auto v = json::parse(serialize(s)).as_object();
   EXPECT_EQ(v.at("cdiVersion"), "0.3.0");
   EXPECT_EQ(v.at("kind"), "k8s.gpu.nvidia.com/claim");
@@ -92,21 +99,32 @@ TEST(SpecJson, DeviceWithoutEditsStillCarriesTheRequiredContainerEdits) {
 TEST(SpecJson, KeptSpecLevelEditsTextFollowsTheEdits) {
   auto whole = [](const Spec& s) { return json::serialize(to_json(s)) + "\n"; };
   auto s = plain_spec();
-  s.edits.env.push_back("A=1");
-  s.edits.mounts.push_back(Mount{"/h", "/c", {}, {"ro", "bind"}});
+  edit(s).env.push_back("A=1");
+  edit(s).mounts.push_back(Mount{"/h", "/c", {}, {"ro", "bind"}});
   EXPECT_EQ(serialize(s), whole(s));
   s.devices[0].name = "gpu-1";
   EXPECT_EQ(serialize(s), whole(s)) << "same edits, another device";
-  s.edits.mounts[0].host_path = "/other";
+  edit(s).mounts[0].host_path = "/other";
   EXPECT_EQ(serialize(s), whole(s)) << "a changed mount";
   EXPECT_NE(serialize(s).find("/other"), std::string::npos);
-  s.edits.hooks.push_back(Hook{"createContainer", "/usr/bin/hook", {"hook"}, {}, std::nullopt});
+  edit(s).hooks.push_back(Hook{"createContainer", "/usr/bin/hook", {"hook"}, {}, std::nullopt});
   EXPECT_EQ(serialize(s), whole(s)) << "a hook more";
-  s.edits.env.push_back("B=\x01");  // the placeholder's character, in a value of the edits
+  edit(s).env.push_back("B=\x01");  // the placeholder's character, in a value of the edits
   EXPECT_EQ(serialize(s), whole(s));
-  s.edits = {};
+  s.edits = nullptr;
   EXPECT_EQ(serialize(s), whole(s)) << "no spec-level edits";
   EXPECT_EQ(serialize(s).find("\"containerEdits\":{\"env\""), std::string::npos);
+  // Shared edits: the same object in two specs, then equal edits in another object.
+  auto shared = std::make_shared<const ContainerEdits>(ContainerEdits{.env = {"C=3"}});
+  s.edits = shared;
+  const std::string first = serialize(s);
+  EXPECT_EQ(first, whole(s));
+  auto other = plain_spec();
+  other.edits = shared;
+  EXPECT_EQ(serialize(other), whole(other)) << "the same edits object";
+  other.edits = std::make_shared<const ContainerEdits>(*shared);
+  EXPECT_EQ(serialize(other), whole(other)) << "equal edits, another object";
+  EXPECT_EQ(serialize(s), first);
 }
 
 TEST(SpecModel, AppendSkipsEntriesAlreadyPresent) {

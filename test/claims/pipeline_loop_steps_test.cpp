@@ -18,7 +18,7 @@ class LoopStepsTest : public PipelineTest {
   void SetUp() override {
     PipelineTest::SetUp();
     asio::post(held_.executor(), [gate = gate_] { gate.wait(); });
-    edits_.env = {"NVIDIA_VISIBLE_DEVICES=void"};
+    edits_ = std::make_shared<const cdi::ContainerEdits>(cdi::ContainerEdits{.env = {"NVIDIA_VISIBLE_DEVICES=void"}});
     services_ = std::make_unique<GpuServices>(GpuServices{held_, *inventory_, *committer_, specs_, mps_, smi_, shares_,
                                                           nullptr, nullptr, nullptr, node_, mps_root_, host_, edits_,
                                                           on_rewritten_, gpu_edits_});
@@ -47,7 +47,7 @@ class LoopStepsTest : public PipelineTest {
   ShareStep shares_{false, {}, [](const std::string&) -> std::optional<DeviceType> { return std::nullopt; }};
   std::string node_ = "node-a", mps_root_ = "/nonexistent";
   cdi::HostView host_{"/", "/"};
-  cdi::ContainerEdits edits_;
+  cdi::SharedEdits edits_;
   std::function<void(const kubelet::ClaimRef&, const std::string&)> on_rewritten_;
   GpuEditsCache gpu_edits_;
   std::vector<PlannedGroup> groups_;
@@ -81,7 +81,7 @@ TEST_F(LoopStepsTest, AFullGpuWhoseEditsAreKeptGetsThemWithoutThePool) {
   EXPECT_EQ(c.edits[0].name, "gpu-0");
   ASSERT_FALSE(c.edits[0].edits.device_nodes.empty());
   EXPECT_EQ(c.edits[0].edits.device_nodes[0].path, "/dev/nvidia" + std::to_string(gpu->minor));
-  EXPECT_EQ(c.claim_edits.env, edits_.env) << "the driver's common edits at spec level";
+  EXPECT_EQ(c.claim_edits, edits_) << "the driver's common edits at spec level, shared, not copied";
 }
 
 }  // namespace

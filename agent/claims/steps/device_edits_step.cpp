@@ -65,7 +65,8 @@ void assemble(GpuPrepare& c, std::vector<cdi::ContainerEdits> device_edits) {
     }
   // Upstream replaces the spec-level edits of a claim with a VFIO device by the VFIO ones.
   const auto vfio = std::find_if(c.groups->begin(), c.groups->end(), [](const auto& g) { return g.vfio.has_value(); });
-  c.claim_edits = vfio != c.groups->end() ? c.node.vfio->claim_edits(*vfio->vfio) : c.node.common_edits;
+  c.claim_edits = vfio != c.groups->end() ? std::make_shared<const cdi::ContainerEdits>(c.node.vfio->claim_edits(*vfio->vfio))
+                                          : c.node.common_edits;
 }
 
 class DeviceEditsStep final : public GpuStep {

@@ -29,7 +29,11 @@ class DeviceMetadataStep final : public GpuStep {
                                std::string(kGpuDriverName), c.node.node_name, {}});
       auto mounts = c.node.vfio->write_metadata(c.claim, c.allocation->pod_claim_name, std::move(devices));
       if (!mounts) return mounts.error();
-      c.claim_edits.mounts.insert(c.claim_edits.mounts.end(), mounts->begin(), mounts->end());
+      // The spec-level edits are shared (often the driver's common edits): this claim's get a copy.
+      auto edits = c.claim_edits ? std::make_shared<cdi::ContainerEdits>(*c.claim_edits)
+                                 : std::make_shared<cdi::ContainerEdits>();
+      edits->mounts.insert(edits->mounts.end(), mounts->begin(), mounts->end());
+      c.claim_edits = std::move(edits);
       return {};
     });
   }

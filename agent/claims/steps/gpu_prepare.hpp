@@ -83,7 +83,7 @@ struct GpuServices {
   const std::string& node_name;
   const std::string& mps_root;
   const cdi::HostView& host;
-  const cdi::ContainerEdits& common_edits;
+  const cdi::SharedEdits& common_edits;  // the driver's, shared by every claim spec
   // A prepared claim's damaged CDI spec was written again (GpuClaimHandlerOptions::on_spec_rewritten).
   const std::function<void(const kubelet::ClaimRef&, const std::string&)>& on_spec_rewritten;
   GpuEditsCache& gpu_edits;  // full GPUs' device edits, kept as upstream keeps them
@@ -104,7 +104,7 @@ struct GpuPrepare {
   std::map<std::string, cdi::ContainerEdits> vfio_edits;  // VFIO devices, by name, once bound
   std::vector<std::optional<MpsDaemon>> daemons;        // per group
   std::vector<cdi::NamedEdits> edits;                   // per device, in group order
-  cdi::ContainerEdits claim_edits;                      // the spec-level edits
+  cdi::SharedEdits claim_edits;                         // the spec-level edits (shared: copy to change)
   std::vector<PreparedGroup> prepared;                  // the PrepareCompleted entry's groups
   // Undo (rollback or unprepare): what to undo per group.
   std::vector<UndoGroup> undo;
