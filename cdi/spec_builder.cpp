@@ -15,7 +15,6 @@ Result<BuiltSpec> build_spec(std::string_view vendor, std::string_view cls, std:
 
 Result<BuiltSpec> build_spec(std::string_view vendor, std::string_view cls, std::string file_name,
                              std::vector<NamedEdits> devices, SharedEdits common) {
-  if (!common) common = std::make_shared<const ContainerEdits>();
   if (auto s = validate_vendor(vendor); !s) return s.error();
   if (auto s = validate_class(cls); !s) return s.error();
   if (devices.empty())
@@ -23,13 +22,14 @@ Result<BuiltSpec> build_spec(std::string_view vendor, std::string_view cls, std:
   BuiltSpec out;
   out.file_name = std::move(file_name);
   out.spec.kind = kind(vendor, cls);
+  out.spec.edits = std::move(common);
   std::set<std::string> seen;
   for (auto& d : devices) {
     if (auto s = validate_device_name(d.name); !s) return s.error();
     if (!seen.insert(d.name).second)
       return make_error(ErrorCode::kInvalidArgument,
                         "CDI device name \"" + d.name + "\" appears twice in spec " + out.file_name);
-    d.edits.remove_common(*common);
+    d.edits.remove_common(out.spec.spec_edits());
     out.device_ids.push_back(qualified_device_id(vendor, cls, d.name));
     out.spec.devices.push_back(Device{std::move(d.name), {}, std::move(d.edits)});
   }
@@ -39,7 +39,6 @@ Result<BuiltSpec> build_spec(std::string_view vendor, std::string_view cls, std:
     if (d.edits.empty())
       return make_error(ErrorCode::kInvalidArgument, "CDI device \"" + d.name + "\" has no edits of its own (spec " +
                                                          out.file_name + "); CDI consumers reject such a spec");
-  out.spec.edits = std::move(common);
   out.content = serialize(out.spec);
   return out;
 }

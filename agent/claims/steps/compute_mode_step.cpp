@@ -1,8 +1,6 @@
 // Compute-mode step: an MPS group's full GPUs go to EXCLUSIVE_PROCESS before its daemon starts and
 // back to DEFAULT once it is stopped. Owns <area>.prepare.after-compute-mode and
 // <area>.unprepare.after-compute-mode. Nothing at start-up: a PrepareStarted claim is undone.
-#include <algorithm>
-
 #include "agent/base/crash_point.hpp"
 #include "agent/claims/steps/gpu_step_list.hpp"
 #include "agent/runtime/worker_pool.hpp"
@@ -29,8 +27,7 @@ class ComputeModeStep final : public GpuStep {
   }
 
   boost::asio::awaitable<Status> undo(GpuPrepare& c) override {
-    if (std::all_of(c.undo.begin(), c.undo.end(), [](const auto& g) { return g.mps_daemon_id.empty(); }))
-      co_return Status{};
+    if (!undoes_mps_daemon(c)) co_return Status{};
     co_return co_await c.node.pool.run([&c, area = c.area]() -> Status {
       for (const auto& g : c.undo) {
         if (g.mps_daemon_id.empty()) continue;

@@ -123,4 +123,11 @@ inline bool plans_sharing(const GpuPrepare& c, SharingKind kind) {
   return false;
 }
 
+// The same for an undo: whether a group had an MPS daemon (the compute-mode and MPS steps' undos).
+inline bool undoes_mps_daemon(const GpuPrepare& c) {
+  for (const auto& g : c.undo)
+    if (!g.mps_daemon_id.empty()) return true;
+  return false;
+}
+
 }  // namespace nvdra::claims

@@ -3,8 +3,6 @@
 // <area>.prepare.after-daemon-limits and <area>.unprepare.after-daemon-stop (after-daemon-start is
 // the MpsControl's). Start-up: a PrepareStarted claim is undone, a completed one's daemon runs on; a
 // taken-over claim (kAdopt) records its daemon's id.
-#include <algorithm>
-
 #include "agent/base/crash_point.hpp"
 #include "agent/claims/steps/gpu_step_list.hpp"
 #include "agent/runtime/worker_pool.hpp"
@@ -44,8 +42,7 @@ class MpsDaemonStep final : public GpuStep {
   }
 
   boost::asio::awaitable<Status> undo(GpuPrepare& c) override {
-    if (std::all_of(c.undo.begin(), c.undo.end(), [](const auto& g) { return g.mps_daemon_id.empty(); }))
-      co_return Status{};
+    if (!undoes_mps_daemon(c)) co_return Status{};
     co_return co_await c.node.pool.run([&c, area = c.area]() -> Status {
       for (const auto& g : c.undo) {
         if (g.mps_daemon_id.empty()) continue;
