@@ -28,6 +28,7 @@
 #include <random>
 #include <string>
 
+#include "agent/base/random_seed.hpp"
 #include "k8s/api_server.hpp"
 #include "k8s/change_signal.hpp"
 #include "k8s/lease_codec.hpp"
@@ -94,7 +95,7 @@ class LeaseElector {
   std::chrono::steady_clock::time_point last_renew_{};
   std::function<void(bool)> on_change_;
   std::function<void(const std::string&)> on_error_;
-  std::minstd_rand rng_{std::random_device{}()};
+  std::minstd_rand rng_{random_seed()};
   Stats stats_;
 };
 

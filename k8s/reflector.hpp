@@ -29,6 +29,7 @@
 
 #include "k8s/api_server.hpp"
 #include "agent/base/backoff.hpp"
+#include "agent/base/random_seed.hpp"
 #include "agent/base/reconnect_pacing.hpp"
 #include "k8s/change_signal.hpp"
 
@@ -98,7 +99,7 @@ class Reflector {
   ReflectorOptions options_;
   ChangeSignal* on_change_;
   Backoff backoff_;
-  std::minstd_rand rng_{std::random_device{}()};
+  std::minstd_rand rng_{random_seed()};
   std::shared_ptr<ReconnectPacing> pacing_;  // null: off
   std::map<std::string, Entry> objects_;
   std::map<std::string, std::string> tombstones_;  // locally deleted: ignore older events for them

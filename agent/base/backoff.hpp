@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <random>
 
+#include "agent/base/random_seed.hpp"
+
 namespace nvdra {
 
 class Backoff {
@@ -33,7 +35,7 @@ class Backoff {
   std::chrono::milliseconds base_;
   std::chrono::milliseconds cap_;
   int attempt_ = 0;
-  std::minstd_rand rng_{std::random_device{}()};
+  std::minstd_rand rng_{random_seed()};
 };
 
 }  // namespace nvdra

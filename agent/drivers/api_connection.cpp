@@ -1,8 +1,8 @@
 #include "agent/drivers/api_connection.hpp"
 
 #include <cstdlib>
-#include <random>
 
+#include "agent/base/random_seed.hpp"
 #include "agent/drivers/client_config_cache.hpp"
 #include "agent/metrics/metered_api_server.hpp"
 #include "agent/metrics/metrics.hpp"
@@ -25,7 +25,7 @@ std::shared_ptr<ReconnectPacing> agent_reconnect_pacing(const config::Options& o
   if (o.api_reconnect_spread.count() <= 0) return nullptr;
   static std::weak_ptr<ReconnectPacing> shared;
   if (auto p = shared.lock()) return p;
-  auto p = std::make_shared<ReconnectPacing>(o.api_reconnect_spread, std::chrono::seconds(30), std::random_device{}());
+  auto p = std::make_shared<ReconnectPacing>(o.api_reconnect_spread, std::chrono::seconds(30), random_seed());
   shared = p;
   return p;
 }

@@ -10,6 +10,12 @@ imports done, so the exec and the library loading of nvdra's start are above it.
 part on its own: `nvdra-agent --version` from spawn to exit (exec, the dynamic loader, static
 initialisers, the command line), reported as `exec_p50_ms` and as a second ratio against floor + exec.
 
+Where the time goes: each round also counts the CPU it cost (`cpu_ms`, medians): the agent's own (all its
+threads, exec to READY=1), the API double's (its process, /admin/cpu) and this process's (the kubelet
+double's registrations; for the floor also its gRPC servers and its writes). `cores_busy` is their sum over
+the wall time: on a machine whose cores are all busy through a start, wall time follows total CPU, and a
+floor that keeps them as busy leaves no room to overlap more.
+
 Before each nvdra round its slices are deleted, so every start writes them (an unchanged restart writes
 nothing). Profiles: the generated 8 x H100 node (8 devices, MIG off) by default, --dynamic-mig-gpus N for N
 H100s under DynamicMIG (26 devices each: 20 -> 520).
@@ -22,6 +28,7 @@ import copy
 import http.client
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -104,10 +111,38 @@ class FloorPlugins:
             server.stop(None)
 
 
-def floor_round(node, root, by_driver):
-    """One floor start: returns milliseconds until both drivers are registered and every slice is stored."""
+def own_cpu_ms():
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return (used.ru_utime + used.ru_stime) * 1000
+
+
+def agent_cpu_ms(pid):
+    """CPU time of every thread the agent has now (ns resolution; none of them ends before READY=1)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+            total += int(f.read().split()[0])
+    return total / 1e6
+
+
+class CpuMeter:
+    """The API double's and this process's CPU over one round, in ms."""
+
+    def __init__(self, api):
+        self.api = api
+        self.api0, self.own0 = api.cpu_seconds() * 1000, own_cpu_ms()
+
+    def done(self, agent_ms=0.0):
+        own, api = own_cpu_ms() - self.own0, self.api.cpu_seconds() * 1000 - self.api0
+        return {"agent": agent_ms, "api_double": api, "harness": own, "total": agent_ms + api + own}
+
+
+def floor_round(node, root, by_driver, cpu=None):
+    """One floor start: returns milliseconds until both drivers are registered and every slice is stored;
+    its CPU split goes to `cpu` (a list) when given."""
     from kubelet_double import KubeletDouble
     node.api.delete_matching("resource.k8s.io/v1", "resourceslices", f"spec.nodeName={FLOOR_NODE}")
+    meter = CpuMeter(node.api) if cpu is not None else None
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(by_driver)) as pool:
         writes = [pool.submit(create_all, node.api, bodies) for bodies in by_driver.values()]
@@ -117,15 +152,20 @@ def floor_round(node, root, by_driver):
         for w in writes:
             w.result()
     ms = (time.monotonic() - t0) * 1000
+    if meter:
+        cpu.append(meter.done())
     kubelet.close()
     plugins.stop()
     return ms
 
 
-def nvdra_round(node):
+def nvdra_round(node, cpu=None):
     node.api.delete_matching("resource.k8s.io/v1", "resourceslices", f"spec.nodeName={node.node}")
+    meter = CpuMeter(node.api) if cpu is not None else None
     node.start(timeout=120)
     ms = node.ready_ms
+    if meter:
+        cpu.append(meter.done(agent_cpu_ms(node.proc.pid)))
     node.stop()
     return ms
 
@@ -136,6 +176,10 @@ def exec_round():
     t0 = time.monotonic()
     subprocess.run([agent_binary(), "--version"], check=True, stdout=subprocess.DEVNULL)
     return (time.monotonic() - t0) * 1000
+
+
+def cpu_medians(rows):
+    return {k: round(statistics.median(r[k] for r in rows), 1) for k in rows[0]}
 
 
 def measure(args):
@@ -154,10 +198,10 @@ def measure(args):
         by_driver = {}
         for body in floor_slices(slices, uid):
             by_driver.setdefault(body["spec"]["driver"], []).append(body)
-        nv, fl, ex = [], [], []
+        nv, fl, ex, nv_cpu, fl_cpu = [], [], [], [], []
         for _ in range(args.rounds):
-            nv.append(nvdra_round(node))
-            fl.append(floor_round(node, root, by_driver))
+            nv.append(nvdra_round(node, nv_cpu))
+            fl.append(floor_round(node, root, by_driver, fl_cpu))
             ex.append(exec_round())
         devices = sum(len(s["spec"].get("devices", [])) for s in slices)
         med_nv, med_fl, med_ex = statistics.median(nv), statistics.median(fl), statistics.median(ex)
@@ -167,6 +211,9 @@ def measure(args):
                 "nvdra_start_p50_ms": round(med_nv, 1), "floor_p50_ms": round(med_fl, 1),
                 "nvdra_over_floor": round(med_nv / med_fl, 2), "exec_ms": [round(x, 1) for x in ex],
                 "exec_p50_ms": round(med_ex, 1), "nvdra_over_floor_with_exec": round(med_nv / (med_fl + med_ex), 2),
+                "cpu_ms": {"nvdra": cpu_medians(nv_cpu), "floor": cpu_medians(fl_cpu)},
+                "cores_busy": {"nvdra": round(statistics.median(c["total"] for c in nv_cpu) / med_nv, 2),
+                               "floor": round(statistics.median(c["total"] for c in fl_cpu) / med_fl, 2)},
                 "agent_args": args.agent_args}
     finally:
         node.cleanup()

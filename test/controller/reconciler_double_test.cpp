@@ -100,10 +100,22 @@ TEST_F(ReconcilerTest, AddPathMakesExactlyOneWorkloadRctPerComputeDomainAndSetsR
         EXPECT_TRUE(cd->has_finalizer());
       }
       EXPECT_EQ(reconciler_->tracked().size(), 2u);
-      // Nothing more to write once everything is right: further passes are no-ops.
+      // Nothing more to write once everything is right: further passes are no-ops. The watch resumes
+      // after the drop, and a change made after it (a label) must reach the reconciler through it and
+      // cause a pass. (Waiting for a pass count instead hung when the first events had been coalesced
+      // into fewer passes: a resume with nothing new causes none.)
       const auto creates = reconciler_->stats().rct_creates;
-      co_await admin.post("/admin/drop-watches");  // the watch resumes; the cache is unchanged
-      co_await until([&]() -> awaitable<bool> { co_return reconciler_->stats().passes >= 3; });
+      const auto passes = reconciler_->stats().passes;
+      co_await admin.post("/admin/drop-watches");
+      ObjectKey key;
+      key.ns = "team";
+      key.name = "train-a";
+      auto labelled = co_await api_->patch(kComputeDomainsV1beta1, key, R"({"metadata":{"labels":{"touched":"yes"}}})");
+      if (!labelled) {
+        ADD_FAILURE() << "labelling train-a: " << labelled.error().describe();
+        co_return;
+      }
+      co_await until([&]() -> awaitable<bool> { co_return reconciler_->stats().passes > passes; });
       EXPECT_EQ(reconciler_->stats().rct_creates, creates);
     });
     auto rejections = co_await admin.get("/admin/rejections");

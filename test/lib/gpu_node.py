@@ -93,6 +93,11 @@ class RemoteApiDouble:
     def request_log(self):
         return self._call("GET", "/admin/requests")
 
+    def cpu_seconds(self):
+        """The double's CPU time so far (all its threads, microsecond resolution): what a bench's
+        request or start cost the API server."""
+        return self._call("GET", "/admin/cpu")["seconds"]
+
     def writes(self):
         return [r for r in self.request_log() if r["method"] in ("POST", "PUT", "PATCH", "DELETE")
                 and not r["path"].startswith("/admin")]

@@ -13,9 +13,11 @@ the double only listens on loopback):
   GET  /admin/requests      request log;  POST /admin/requests/reset clears it
   GET  /admin/rejections    validation failures sent back so far
   GET  /admin/watches       {"open": n}: watches streaming now
+  GET  /admin/cpu           {"seconds"}: the CPU time (user + system, all threads) this process used so far
   GET  /admin/wait-write?after=R&timeout=S  answers {"revision"} once the store is past revision R
                             (or at the timeout): a waiter from another process without polling
 """
+import resource
 import time
 
 
@@ -69,6 +71,10 @@ def handle_admin(h, d, method, path, query):
         return
     elif method == "POST" and path == "/admin/requests/reset":
         d.reset_requests()
+    elif method == "GET" and path == "/admin/cpu":
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        h.send_json(200, {"seconds": used.ru_utime + used.ru_stime})
+        return
     elif method == "GET" and path == "/admin/watches":
         with d.store.cond:
             count = d.store.open_watches
