@@ -184,7 +184,8 @@ class SimulatedNode:
             if wait_ready and register:
                 # The agent runs every driver, not only self.drivers: like kubelet, keep registering the
                 # sockets that appear after those (READY=1 waits for all of them).
-                self.kubelet.watch_until(lambda: self.notify.seen("READY=1"), timeout, what="READY=1")
+                self.kubelet.watch_until(lambda: self.notify.seen("READY=1"), timeout, what="READY=1",
+                                         wake=[self.notify.sock])
         except Exception:
             raise AssertionError(f"agent did not get ready; log:\n{self.agent_log()}")
         self.ready_ms = (time.monotonic() - self.started_at) * 1000

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import grpc
 
 from kubelet_double import stubs
+from kubelet_double.wakeups import Wakeups
 
 KNOWN_DRA = ("v1.DRAPlugin", "v1beta1.DRAPlugin")
 KNOWN_HEALTH = ("v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth")  # kubelet 1.37's own order
@@ -158,6 +159,7 @@ class KubeletDouble:
         self.plugins = {}  # registration socket -> Plugin
         self._inflight = {}  # registration socket -> the thread registering it
         self._errors = []  # rejections raised by those threads, for the caller
+        self._wakeups = Wakeups(registrar_dir)  # a new socket, a registration done: no poll's delay
 
     def get_info(self, socket_path, channel=None):
         msgs, svc = pb()["registration"]
@@ -231,14 +233,16 @@ class KubeletDouble:
             self._errors.append(e)
         finally:
             self._inflight.pop(path, None)
+            self._wakeups.notify()
 
     def _join_inflight(self):
         for thread in list(self._inflight.values()):
             thread.join()
 
-    def watch_until(self, done, timeout=20.0, notify=True, what="condition"):
+    def watch_until(self, done, timeout=20.0, notify=True, what="condition", wake=()):
         """Registers sockets as they appear, as kubelet's watcher does for as long as it runs, until
-        done() is true; raises TimeoutError naming `what`."""
+        done() is true; raises TimeoutError naming `what`. `wake`: descriptors (sockets) whose input
+        may make done() true, checked as soon as it arrives."""
         deadline = time.monotonic() + timeout
         while True:
             self.register_new(notify=notify)
@@ -252,10 +256,11 @@ class KubeletDouble:
             if time.monotonic() > deadline:
                 self._join_inflight()
                 raise TimeoutError(f"{what} not within {timeout}s; sockets seen: {find_sockets(self.registrar_dir)}")
-            # The watcher's poll interval. kubelet uses inotify and registers a socket within a
-            # millisecond; at 20 ms the double's phase, not the plugin, decided start-up figures
+            # kubelet's watcher is woken by inotify and registers a socket within a millisecond; so is
+            # this one (Wakeups), and by a registration finishing or `wake`'s input. The poll is the
+            # fallback; at 20 ms the double's phase, not the plugin, decided start-up figures
             # (bench/scenario/versus_upstream.py, issue #16). A pass is a listdir and a select.
-            time.sleep(0.002)
+            self._wakeups.wait(0.002, wake)
 
     def wait_for_plugins(self, names, timeout=20.0, notify=True):
         """Registers sockets as they appear until a plugin of every name in `names` is registered.
@@ -271,5 +276,6 @@ class KubeletDouble:
 
     def close(self):
         self._join_inflight()
+        self._wakeups.close()
         for plugin in self.plugins.values():
             plugin.close()
