@@ -53,6 +53,35 @@ TEST(ChecksumSpan, EqualsHashingTheBytesFromEveryState) {
   EXPECT_EQ(empty_span.finish(), go_checksum("{"));
 }
 
+// Kept pieces change nothing: every span built through SpanPieces hashes like the plain one, from
+// every state, while the pieces recur (claims' entries: the same JSON around other values) and
+// while they do not (random bytes, escaped quotes, a string left open).
+TEST(ChecksumSpan, KeptPiecesGiveTheSameSpan) {
+  std::mt19937 rng(20);
+  SpanPieces pieces;
+  const std::string values[] = {"gpu", "gpu.nvidia.com", "gpu-node-1", "GPU-5ca1e000-0000-4000-8000-000000000001",
+                                "a\\\"b", "\xE2\x80\xA8", ""};
+  auto entry = [&](int i) {
+    const std::string uid = "uid-" + std::to_string(rng());
+    const auto& v = values[i % 7];
+    return "\"" + uid + "\":{\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"" + v +
+           "\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"gpu-node-1\",\"device\":\"gpu-" + std::to_string(i % 8) +
+           "\"}]}}},\"mig\":null,\"n\":[1,2," + std::to_string(i) + "],\"cdi\":[\"k8s.gpu.nvidia.com/claim=" + uid + "\"]}";
+  };
+  for (int i = 0; i < 300; ++i) {
+    std::string bytes = entry(i);
+    if (i % 10 == 9) {  // not JSON at all, or cut short inside a string
+      bytes.resize(rng() % bytes.size());
+      for (int k = 0; k < 5 && !bytes.empty(); ++k) bytes[rng() % bytes.size()] ^= 0x22;  // quotes come and go
+    }
+    const ChecksumSpan plain(bytes), via_pieces(bytes, &pieces);
+    for (const uint32_t h : {0u, 1u, 0xFFu, 0x12345678u, static_cast<uint32_t>(rng())})
+      ASSERT_EQ(via_pieces.apply(h), plain.apply(h)) << "entry " << i << ": " << bytes;
+  }
+  EXPECT_GT(pieces.kept(), 5u) << "the recurring JSON between values was never kept";
+  EXPECT_LE(pieces.kept(), SpanPieces::kMaxKept);
+}
+
 TEST(CheckpointEncoder, RandomChangesGiveTheFullEncodingsBytes) {
   std::mt19937 rng(33);
   Checkpoint cp;

@@ -2,6 +2,8 @@
 
 #include "agent/claims/checkpoint/checkpoint_model.hpp"
 
+#include <algorithm>
+
 namespace nvdra::claims {
 namespace {
 
@@ -41,19 +43,74 @@ void step_lanes(std::array<uint32_t, 256>& lanes, uint32_t c) {
   for (auto& h : lanes) h = (h ^ c) * kPrime;
 }
 
-}  // namespace
+// Where the piece that starts at `from` ends: a JSON string value (a string not followed by ':')
+// is a piece of its own, and so is the text between two of them (keys, punctuation, numbers).
+// Any split gives the same span; this one makes the pieces that recur from claim to claim.
+std::size_t piece_end(std::string_view b, std::size_t from) {
+  const auto string_end = [&b](std::size_t open) {  // one past the closing quote
+    std::size_t i = open + 1;
+    while (i < b.size() && b[i] != '"') i += b[i] == '\\' ? 2 : 1;
+    return std::min(i + 1, b.size());
+  };
+  std::size_t i = from;
+  while (i < b.size()) {
+    if (b[i] != '"') {
+      ++i;
+      continue;
+    }
+    const std::size_t end = string_end(i);
+    const bool key = end < b.size() && b[end] == ':';
+    if (key) {
+      i = end;
+    } else if (i == from) {
+      return end;  // the value itself
+    } else {
+      return i;  // the text before the value
+    }
+  }
+  return b.size();
+}
 
-ChecksumSpan::ChecksumSpan(std::string_view bytes) {
-  std::array<uint32_t, 256> lanes;
-  for (uint32_t l = 0; l < 256; ++l) lanes[l] = l;
+void step_bytes(std::array<uint32_t, 256>& lanes, uint32_t& mul, std::string_view bytes) {
   for (char b : bytes) {
     const auto& d = kDecimal[static_cast<uint8_t>(b)];
     for (uint8_t k = 0; k < d.size; ++k) {
       step_lanes(lanes, static_cast<uint8_t>(d.text[k]));  // 256 independent lanes: vectorized
-      mul_ *= kPrime;
+      mul *= kPrime;
     }
   }
+}
+
+}  // namespace
+
+ChecksumSpan::ChecksumSpan(std::string_view bytes, SpanPieces* pieces) {
+  std::array<uint32_t, 256> lanes;
+  for (uint32_t l = 0; l < 256; ++l) lanes[l] = l;
+  for (std::size_t at = 0; at < bytes.size();) {
+    const std::size_t end = pieces ? piece_end(bytes, at) : bytes.size();
+    const auto piece = bytes.substr(at, end - at);
+    const ChecksumSpan* kept = pieces && piece.size() >= SpanPieces::kMinPiece ? pieces->find_or_note(piece) : nullptr;
+    if (kept) {
+      for (auto& h : lanes) h = kept->apply(h);
+      mul_ *= kept->mul_;
+    } else {
+      step_bytes(lanes, mul_, piece);
+    }
+    at = end;
+  }
   for (uint32_t l = 0; l < 256; ++l) add_[l] = lanes[l] - l * mul_;
+}
+
+const ChecksumSpan* SpanPieces::find_or_note(std::string_view piece) {
+  if (auto it = kept_.find(std::string(piece)); it != kept_.end()) return &it->second;
+  const std::size_t h = std::hash<std::string_view>{}(piece);
+  if (seen_.erase(h) == 0) {  // the first sighting
+    if (seen_.size() >= kMaxSeen) seen_.clear();
+    seen_.insert(h);
+    return nullptr;
+  }
+  if (kept_.size() >= kMaxKept) return nullptr;
+  return &kept_.emplace(std::string(piece), ChecksumSpan(piece)).first->second;
 }
 
 GoChecksum::GoChecksum() : h_(2166136261u) {

@@ -9,22 +9,50 @@
 // h' depends on the low byte of h alone. Over a span, h_out = h_in * P^n + add[h_in & 0xFF], with
 // n the characters fed and add[] the 256 outcomes, computed by running the span from each of the
 // 256 low bytes (independent lanes, which the compiler vectorizes). Pure values; thread-safe.
+//
+// Spans compose: a span of pieces is its pieces' spans applied in turn to each of the 256 lanes, and
+// applying one costs about what stepping 2-3 bytes does. SpanPieces keeps the spans of pieces that
+// recur (the JSON between two string values of a claim's entry is the same in every claim), so a
+// claim's span steps through its own values only.
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace nvdra::claims {
+
+class SpanPieces;
 
 class ChecksumSpan {
  public:
   ChecksumSpan() = default;  // the empty span
   // `bytes` as they appear after at least one other byte of the stream (each preceded by a space).
-  explicit ChecksumSpan(std::string_view bytes);
+  // With `pieces`, the pieces of `bytes` (split around its JSON string values) seen before come
+  // from there; the result is the same.
+  explicit ChecksumSpan(std::string_view bytes, SpanPieces* pieces = nullptr);
   uint32_t apply(uint32_t h) const { return h * mul_ + add_[h & 0xFFu]; }
 
  private:
   uint32_t mul_ = 1;
   std::array<uint32_t, 256> add_{};
+};
+
+// The spans of pieces seen at least twice, at most kMaxKept of them (a piece is kept at its second
+// sighting, so a claim's own values, seen once, are not). Not thread-safe: one per encoder.
+class SpanPieces {
+ public:
+  static constexpr std::size_t kMaxKept = 64;      // ~66 KiB
+  static constexpr std::size_t kMaxSeen = 512;     // hashes of pieces seen once; forgotten when full
+  static constexpr std::size_t kMinPiece = 8;      // shorter pieces are cheaper to step through
+  // The span of `piece` when it was seen before, else null (and it is noted).
+  const ChecksumSpan* find_or_note(std::string_view piece);
+  std::size_t kept() const { return kept_.size(); }
+
+ private:
+  std::unordered_map<std::string, ChecksumSpan> kept_;
+  std::unordered_set<std::size_t> seen_;
 };
 
 class GoChecksum {

@@ -67,7 +67,7 @@ void CheckpointEncoder::compute_spans() {
     if (e.v1.bytes.empty()) continue;
     for (Member* m : {&e.v2, &e.v1}) {
       if (m->span || m->bytes.empty() || budget == 0) continue;
-      m->span = std::make_unique<ChecksumSpan>(m->bytes);
+      m->span = std::make_unique<ChecksumSpan>(m->bytes, &pieces_);
       --budget;
     }
   }
@@ -79,7 +79,7 @@ bool CheckpointEncoder::warm(int budget) {
     for (Member* m : {&e.v2, &e.v1}) {
       if (m->span || m->bytes.empty()) continue;
       if (budget-- == 0) return true;
-      m->span = std::make_unique<ChecksumSpan>(m->bytes);
+      m->span = std::make_unique<ChecksumSpan>(m->bytes, &pieces_);
     }
   }
   return false;

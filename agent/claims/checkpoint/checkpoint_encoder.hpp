@@ -10,12 +10,14 @@
 // and computes both checksums from the cached spans. Bytes equal encode_checkpoint()'s for every
 // checkpoint (checkpoint_encoder_test compares them).
 //
-// A span costs 10-30× hashing its bytes once, so a save computes it only for a PrepareCompleted
-// claim that outlived a save unchanged (a PrepareStarted claim is rewritten by its next commit, and
-// one of a node with a single claim never pays for it), and at most kSpansPerSave per save; the others are hashed
-// plainly until their turn. The rest are computed in idle time (warm(), which the committer runs
-// on the worker pool between saves): a node that prepared 1,000 claims in a few large batches
-// otherwise hashed most of them plainly on every save for the next hundred saves.
+// A span costs 10-30× hashing its bytes once (about half that once the JSON that recurs from claim to
+// claim is kept in pieces_: a claim's span then steps through its own values only), so a save
+// computes it only for a PrepareCompleted claim that outlived a save unchanged (a PrepareStarted
+// claim is rewritten by its next commit, and one of a node with a single claim never pays for it),
+// and at most kSpansPerSave per save; the others are hashed plainly until their turn. The rest are
+// computed in idle time (warm(), which the committer runs on the worker pool between saves): a node
+// that prepared 1,000 claims in a few large batches otherwise hashed most of them plainly on every
+// save for the next hundred saves.
 //
 // Not thread-safe: one caller at a time (the store's save() contract).
 #include <map>
@@ -60,6 +62,7 @@ class CheckpointEncoder {
 
   std::map<std::string, Entry> members_;  // by claim UID, the order of Go's sorted map keys
   uint64_t saves_ = 0;  // encode() calls
+  SpanPieces pieces_;   // the spans of the JSON that recurs from claim to claim
 };
 
 }  // namespace nvdra::claims
