@@ -102,7 +102,7 @@ ChecksumSpan::ChecksumSpan(std::string_view bytes, SpanPieces* pieces) {
 }
 
 const ChecksumSpan* SpanPieces::find_or_note(std::string_view piece) {
-  if (auto it = kept_.find(std::string(piece)); it != kept_.end()) return &it->second;
+  if (auto it = kept_.find(piece); it != kept_.end()) return &it->second;
   const std::size_t h = std::hash<std::string_view>{}(piece);
   if (seen_.erase(h) == 0) {  // the first sighting
     if (seen_.size() >= kMaxSeen) seen_.clear();

@@ -16,6 +16,7 @@
 // claim's span steps through its own values only.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -51,7 +52,12 @@ class SpanPieces {
   std::size_t kept() const { return kept_.size(); }
 
  private:
-  std::unordered_map<std::string, ChecksumSpan> kept_;
+  // Looked up by the piece's view: no string is made for a lookup (every piece of every span).
+  struct ViewHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, ChecksumSpan, ViewHash, std::equal_to<>> kept_;
   std::unordered_set<std::size_t> seen_;
 };
 
