@@ -189,12 +189,18 @@ steps::PipelineHooks<GpuPrepare> GpuClaimHandler::prepare_hooks(const kubelet::C
                                                                  CheckpointedClaim& entry, StepClock& clock) {
   steps::PipelineHooks<GpuPrepare> hooks;
   // The FM partitions are held from their plan on, without a suspension, until PrepareStarted is durable.
-  hooks.started = [this, &entry, &clock](GpuPrepare& p) -> boost::asio::awaitable<Status> {
+  // A claim whose steps leave nothing that start-up needs its entry for (a plain GPU or MIG device:
+  // its CDI spec alone, which start-up removes when no entry names it) keeps PrepareStarted in memory.
+  hooks.started = [this, &entry, &clock](GpuPrepare& p, bool durable) -> boost::asio::awaitable<Status> {
     const std::string_view area = p.area;
-    if (options_.fabric) options_.fabric->hold(p.claim.uid, p.fabric);
-    if (auto st = co_await committer_.commit_one(p.claim.uid, entry); !st) {
-      if (options_.fabric) options_.fabric->forget(p.claim.uid);
-      co_return st;
+    if (!durable) {
+      committer_.stage(p.claim.uid, entry);
+    } else {
+      if (options_.fabric) options_.fabric->hold(p.claim.uid, p.fabric);
+      if (auto st = co_await committer_.commit_one(p.claim.uid, entry); !st) {
+        if (options_.fabric) options_.fabric->forget(p.claim.uid);
+        co_return st;
+      }
     }
     crash_point(area, "prepare.after-started");
     clock.step("started");
@@ -213,10 +219,19 @@ steps::PipelineHooks<GpuPrepare> GpuClaimHandler::prepare_hooks(const kubelet::C
   };
   // Every planned step is undone in upstream's unprepare order (undo of a step that never ran is a
   // no-op); the error kubelet gets is the step's, what the rollback left is told on its own.
+  // A rollback that left something behind keeps the entry, on disk from then on (it may have been
+  // staged): start-up and the next prepare of the claim try again.
   hooks.rollback = [this](GpuPrepare& p) -> boost::asio::awaitable<Status> {
     std::vector<UndoGroup> undo;
     for (const auto& g : *p.groups) undo.push_back(undo_of(g, p.claim.uid, p.created));
-    co_return co_await undo_claim(p.claim, std::move(undo));
+    auto st = co_await undo_claim(p.claim, std::move(undo));
+    if (st) co_return st;
+    if (auto saved = co_await committer_.persist(p.claim.uid); !saved) {
+      Error e = st.error();
+      e.message += "; its PrepareStarted entry could not be saved either: " + saved.error().message;
+      co_return e;
+    }
+    co_return st;
   };
   hooks.on_rollback_failed = [this, claim](GpuPrepare&, const Error& e) {
     report_failed_rollback(kGpuDriverName, claim, e, options_.on_rollback_failed);

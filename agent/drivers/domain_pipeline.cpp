@@ -81,9 +81,12 @@ DomainStep& DomainClaimBook::spec_step() { return *spec_step_; }
 
 claims::steps::PipelineHooks<DomainPrepare> DomainClaimBook::hooks() {
   claims::steps::PipelineHooks<DomainPrepare> h;
-  h.started = [this](DomainPrepare& c) -> boost::asio::awaitable<Status> {
+  // The domain steps keep the default needs_record (true): a channel claim's entry names its domain,
+  // which a driver-managed node labels before the daemon is awaited; start-up finds that label by it.
+  h.started = [this](DomainPrepare& c, bool durable) -> boost::asio::awaitable<Status> {
     c.entry.state = ClaimState::kPrepareStarted;
-    if (auto st = co_await committer_.commit_one(c.claim.uid, c.entry); !st) co_return st;
+    if (!durable) committer_.stage(c.claim.uid, c.entry);
+    else if (auto st = co_await committer_.commit_one(c.claim.uid, c.entry); !st) co_return st;
     reach(points_.after_started);
     co_return Status{};
   };

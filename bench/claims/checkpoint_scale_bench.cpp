@@ -1,12 +1,14 @@
 // Checkpoint cost per prepare against the number of claims already prepared (issue #33): for 1,
-// 10, 100 and 1,000 prepared claims on one node, each measured prepare commits its claim twice
-// (PrepareStarted, then PrepareCompleted, as the pipeline does) and each unprepare erases one,
-// through CheckpointCommitter + FileCheckpointStore on a real file with fsync. Per point: prepare
-// and unprepare p50/p99 (µs), bytes written and fsyncs per prepare, and two references measured
-// in the same run: "full" (every save re-encodes every claim, the encoding before issue #33) and
-// "floor" (writing and fsyncing the same bytes twice, with no encoding at all: what one JSON file
-// rewritten per commit costs whatever the encoder does). Writes JSON to stdout; a benchmark, not a
-// test. Run: build/bench/claims/claims_checkpoint_scale_bench [--rounds N] [--dir D]
+// 10, 100 and 1,000 prepared claims on one node, each measured prepare records its claim as the
+// pipeline does and each unprepare erases one, through CheckpointCommitter + FileCheckpointStore on
+// a real file with fsync. Two kinds of prepare: a plain claim (a GPU or MIG device: PrepareStarted
+// staged in memory, PrepareCompleted saved: one save) and a claim whose steps need the record (a
+// time slice, MPS, DynamicMIG, VFIO, FM: both saved). Per point: prepare and unprepare p50/p99 (µs),
+// bytes written and fsyncs per prepare, and references measured in the same run: "full" (every save
+// re-encodes every claim, two saves: the encoding before issue #33) and "floor" (writing and fsyncing
+// the same bytes once, and twice, with no encoding at all: what one JSON file rewritten per commit
+// costs whatever the encoder does). Writes JSON to stdout; a benchmark, not a test.
+// Run: build/bench/claims/claims_checkpoint_scale_bench [--rounds N] [--dir D]
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -81,11 +83,15 @@ struct Point {
   double bytes_per_prepare = 0, fsyncs_per_prepare = 0;
 };
 
+// How a measured prepare records its claim.
+enum class Mode { kPlain, kRecorded, kFullEncode };
+
 // Runs `rounds` prepare+unprepare pairs on a checkpoint that holds `held` claims.
-Point measure(const std::string& dir, int held, int rounds, bool full) {
+Point measure(const std::string& dir, int held, int rounds, Mode mode) {
   std::filesystem::remove_all(dir);
   auto file = claims::FileCheckpointStore::open({dir}).value();
   FullEncodeStore full_store(*file);
+  const bool full = mode == Mode::kFullEncode;
   claims::CheckpointStore& store = full ? static_cast<claims::CheckpointStore&>(full_store) : *file;
   asio::io_context io;
   nvdra::runtime::WorkerPool pool(2);
@@ -96,6 +102,10 @@ Point measure(const std::string& dir, int held, int rounds, bool full) {
   claims::CheckpointCommitter committer(io.get_executor(), pool, store, start);
   Point out;
   double bytes = 0, fsyncs = 0;
+  const auto saved = [&](int id, claims::ClaimState st) -> asio::awaitable<void> {
+    if (!co_await committer.commit({{uid(id), claim(id, st)}})) std::abort();
+    bytes += static_cast<double>(std::filesystem::file_size(dir + "/checkpoint.json"));
+  };
   asio::co_spawn(io, [&]() -> asio::awaitable<void> {
     // Warm-up: as many saves as it takes the encoder to reach its steady state (spans computed).
     // (The full encoding has no steady state to reach: two saves warm the page cache.)
@@ -106,10 +116,9 @@ Point measure(const std::string& dir, int held, int rounds, bool full) {
       const int id = held + r;
       const auto f0 = store.stats().fsyncs;
       auto t0 = Clock::now();
-      for (auto st : {claims::ClaimState::kPrepareStarted, claims::ClaimState::kPrepareCompleted}) {
-        if (!co_await committer.commit({{uid(id), claim(id, st)}})) std::abort();
-        bytes += static_cast<double>(std::filesystem::file_size(dir + "/checkpoint.json"));
-      }
+      if (mode == Mode::kPlain) committer.stage(uid(id), claim(id, claims::ClaimState::kPrepareStarted));
+      else co_await saved(id, claims::ClaimState::kPrepareStarted);
+      co_await saved(id, claims::ClaimState::kPrepareCompleted);
       out.prepare_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
       fsyncs += static_cast<double>(store.stats().fsyncs - f0);
       t0 = Clock::now();
@@ -123,15 +132,16 @@ Point measure(const std::string& dir, int held, int rounds, bool full) {
   return out;
 }
 
-// Two atomic replaces of `size` bytes, no encoding: the floor of a prepare's two commits.
-std::vector<double> floor_us(const std::string& dir, std::size_t size, int rounds) {
+// `saves` atomic replaces of `size` bytes, no encoding: the floor of a prepare's commits.
+std::vector<double> floor_us(const std::string& dir, std::size_t size, int rounds, int saves) {
   std::filesystem::remove_all(dir);
   auto file = claims::FileCheckpointStore::open({dir}).value();
   const std::string bytes(size, ' ');
   std::vector<double> us;
   for (int r = 0; r < rounds; ++r) {
     const auto t0 = Clock::now();
-    if (!file->save_bytes(bytes) || !file->save_bytes(bytes)) std::abort();
+    for (int i = 0; i < saves; ++i)
+      if (!file->save_bytes(bytes)) std::abort();
     us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
   return us;
@@ -148,22 +158,31 @@ int main(int argc, char** argv) {
   }
   json::array points;
   for (int held : {1, 10, 100, 1000}) {
-    const Point inc = measure(dir, held, rounds, false);
-    const Point full = measure(dir, held, std::max(5, rounds / 4), true);
-    const auto floor = floor_us(dir, static_cast<std::size_t>(inc.bytes_per_prepare / 2), rounds);
+    const Point plain = measure(dir, held, rounds, Mode::kPlain);
+    const Point recorded = measure(dir, held, rounds, Mode::kRecorded);
+    const Point full = measure(dir, held, std::max(5, rounds / 4), Mode::kFullEncode);
+    const auto size = static_cast<std::size_t>(plain.bytes_per_prepare);
+    const auto floor = floor_us(dir, size, rounds, 1);
+    const auto floor2 = floor_us(dir, size, rounds, 2);
     json::object p;
     p["claims"] = held;
-    p["prepare_p50_us"] = pct(inc.prepare_us, 50);
-    p["prepare_p99_us"] = pct(inc.prepare_us, 99);
-    p["unprepare_p50_us"] = pct(inc.unprepare_us, 50);
-    p["unprepare_p99_us"] = pct(inc.unprepare_us, 99);
-    p["bytes_written_per_prepare"] = inc.bytes_per_prepare;
-    p["fsyncs_per_prepare"] = inc.fsyncs_per_prepare;
+    p["prepare_p50_us"] = pct(plain.prepare_us, 50);
+    p["prepare_p99_us"] = pct(plain.prepare_us, 99);
+    p["unprepare_p50_us"] = pct(plain.unprepare_us, 50);
+    p["unprepare_p99_us"] = pct(plain.unprepare_us, 99);
+    p["bytes_written_per_prepare"] = plain.bytes_per_prepare;
+    p["fsyncs_per_prepare"] = plain.fsyncs_per_prepare;
+    p["recorded_prepare_p50_us"] = pct(recorded.prepare_us, 50);
+    p["recorded_prepare_p99_us"] = pct(recorded.prepare_us, 99);
+    p["recorded_bytes_written_per_prepare"] = recorded.bytes_per_prepare;
+    p["recorded_fsyncs_per_prepare"] = recorded.fsyncs_per_prepare;
     p["full_encode_prepare_p50_us"] = pct(full.prepare_us, 50);
     p["floor_prepare_p50_us"] = pct(floor, 50);
+    p["recorded_floor_prepare_p50_us"] = pct(floor2, 50);
     points.push_back(std::move(p));
-    std::cerr << "claims=" << held << " prepare p50 " << pct(inc.prepare_us, 50) << " us (full "
-              << pct(full.prepare_us, 50) << ", floor " << pct(floor, 50) << ")\n";
+    std::cerr << "claims=" << held << " prepare p50 " << pct(plain.prepare_us, 50) << " us (floor " << pct(floor, 50)
+              << "), with the record " << pct(recorded.prepare_us, 50) << " us (floor " << pct(floor2, 50)
+              << ", full " << pct(full.prepare_us, 50) << ")\n";
   }
   std::filesystem::remove_all(dir);
   json::object out;

@@ -4,6 +4,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct TestClaim {
   std::string refuse;      // a step of this name refuses the claim in plan
   std::string fail_apply;  // a step of this name fails its apply
   std::string fail_undo;   // a step of this name fails its undo
+  std::set<std::string> no_record;  // steps that leave nothing start-up needs the entry for
   bool started = false, completed = false;
 };
 
@@ -46,17 +48,28 @@ class RecordingStep final : public ClaimStep<TestClaim> {
     c.log.push_back("recover " + name_);
     co_return Status{};
   }
+  bool needs_record(const TestClaim& c) const override { return !c.no_record.count(name_); }
 
  private:
   std::string name_;
+};
+
+// A step that does not say whether it needs the record (the interface's default).
+class SilentStep final : public ClaimStep<TestClaim> {
+ public:
+  std::string_view name() const override { return "silent"; }
+  Status plan(TestClaim&) const override { return {}; }
+  boost::asio::awaitable<Status> apply(TestClaim&) override { co_return Status{}; }
+  boost::asio::awaitable<Status> undo(TestClaim&) override { co_return Status{}; }
+  boost::asio::awaitable<Status> recover(TestClaim&) override { co_return Status{}; }
 };
 
 class StepPipelineTest : public ::testing::Test {
  protected:
   Status run(TestClaim& claim) {
     PipelineHooks<TestClaim> hooks;
-    hooks.started = [](TestClaim& c) -> boost::asio::awaitable<Status> {
-      c.log.push_back("commit PrepareStarted"), c.started = true;
+    hooks.started = [](TestClaim& c, bool durable) -> boost::asio::awaitable<Status> {
+      c.log.push_back(durable ? "commit PrepareStarted" : "stage PrepareStarted"), c.started = true;
       co_return Status{};
     };
     hooks.completed = [](TestClaim& c) -> boost::asio::awaitable<Status> {
@@ -124,6 +137,30 @@ TEST_F(StepPipelineTest, ANewStepIsOneMoreLineInTheList) {
   ASSERT_FALSE(run(claim));
   EXPECT_EQ(claim.log, (Log{"plan a", "plan b", "plan c", "plan d", "commit PrepareStarted", "apply a", "apply b",
                             "apply c", "apply d", "undo d", "undo c", "undo b", "undo a"}));
+}
+
+TEST_F(StepPipelineTest, PrepareStartedStaysInMemoryWhenNoStepNeedsTheRecord) {
+  TestClaim claim;
+  claim.no_record = {"a", "b", "c"};
+  ASSERT_TRUE(run(claim));
+  EXPECT_EQ(claim.log, (Log{"plan a", "plan b", "plan c", "stage PrepareStarted", "apply a", "apply b", "apply c",
+                            "commit PrepareCompleted"}));
+}
+
+TEST_F(StepPipelineTest, OneStepThatNeedsTheRecordMakesItDurable) {
+  TestClaim claim;
+  claim.no_record = {"a", "c"};
+  ASSERT_TRUE(run(claim));
+  EXPECT_EQ(claim.log[3], "commit PrepareStarted");
+}
+
+TEST_F(StepPipelineTest, AStepThatDoesNotSayNeedsTheRecord) {
+  SilentStep silent;
+  steps.push_back(&silent);
+  TestClaim claim;
+  claim.no_record = {"a", "b", "c"};
+  ASSERT_TRUE(run(claim));
+  EXPECT_EQ(claim.log[3], "commit PrepareStarted");
 }
 
 TEST_F(StepPipelineTest, RecoveryWalksTheSameListInOrder) {

@@ -7,7 +7,9 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <deque>
+#include <map>
 #include <mutex>
+#include <set>
 #include <utility>
 
 #include "agent/runtime/worker_pool.hpp"
@@ -65,7 +67,8 @@ struct CheckpointCommitter::State {
   runtime::WorkerPool& pool;
   CheckpointStore& store;
   Checkpoint durable;
-  Checkpoint current;  // durable + queue
+  Checkpoint current;  // durable + staged + queue
+  std::set<std::string> staged;  // claims in current only, until their next commit
   // What the write in flight saves (then == durable), read by the pool thread meanwhile. Kept in
   // step by applying each batch, so a write costs what changed, not a copy of every claim.
   std::shared_ptr<Checkpoint> writing_copy;
@@ -112,6 +115,7 @@ asio::awaitable<Status> CheckpointCommitter::commit(std::vector<ClaimUpdate> upd
   auto st = state_;
   if (updates.empty()) co_return Status{};
   const uint64_t seq = ++st->next_seq;
+  for (const auto& u : updates) st->staged.erase(u.uid);
   apply_updates(st->current, updates);
   st->queue.push_back({seq, std::move(updates)});
   auto waiter = std::make_shared<Waiter>(st->executor);
@@ -131,6 +135,18 @@ asio::awaitable<Status> CheckpointCommitter::commit_one(std::string uid, std::op
   std::vector<ClaimUpdate> updates;
   updates.push_back(ClaimUpdate{std::move(uid), std::move(claim)});
   return commit(std::move(updates));
+}
+
+void CheckpointCommitter::stage(std::string uid, CheckpointedClaim claim) {
+  state_->current.claims[uid] = std::move(claim);
+  state_->staged.insert(std::move(uid));
+}
+
+asio::awaitable<Status> CheckpointCommitter::persist(const std::string& uid) {
+  auto st = state_;
+  const auto it = st->current.claims.find(uid);
+  if (!st->staged.count(uid) || it == st->current.claims.end()) co_return Status{};
+  co_return co_await commit_one(uid, it->second);
 }
 
 asio::awaitable<void> CheckpointCommitter::flush() {
@@ -190,9 +206,14 @@ asio::awaitable<void> CheckpointCommitter::save_queued(std::shared_ptr<State> st
   if (status) {
     for (auto& b : written) move_updates(st->durable, std::move(b.updates));
   } else {
-    // Drop the failed batches from memory: rebuild current from disk + what queued meanwhile.
+    // Drop the failed batches from memory: rebuild current from disk + what was staged and what
+    // queued meanwhile (staged entries were never in a save, so no save failed them).
+    std::map<std::string, CheckpointedClaim> staged;
+    for (const auto& uid : st->staged)
+      if (auto it = st->current.claims.find(uid); it != st->current.claims.end()) staged.emplace(uid, std::move(it->second));
     *st->writing_copy = st->durable;
     st->current = st->durable;
+    for (auto& [uid, claim] : staged) st->current.claims[uid] = std::move(claim);
     for (const auto& b : st->queue) apply_updates(st->current, b.updates);
   }
   st->notify(target, status);

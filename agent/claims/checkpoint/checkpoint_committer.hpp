@@ -51,10 +51,19 @@ class CheckpointCommitter {
   // commit() of one claim's update, moved in (a braced list would copy the claim's JSON trees).
   boost::asio::awaitable<Status> commit_one(std::string uid, std::optional<CheckpointedClaim> claim);
 
+  // Applies one claim's update to current() only: no save is made for it, and saves of other claims
+  // leave it out. The claim's next commit() replaces it on disk. For a PrepareStarted entry that
+  // nothing on the node needs after a crash (steps::ClaimStep::needs_record): the entry still guards
+  // the claim's devices against concurrent prepares, and a prepare costs one save instead of two.
+  void stage(std::string uid, CheckpointedClaim claim);
+  // Commits a staged entry as current() has it, so start-up finds the claim (its rollback left
+  // something behind). Nothing to do for a claim not staged.
+  boost::asio::awaitable<Status> persist(const std::string& uid);
+
   // Returns once everything queued before the call has been saved (or failed); for shutdown.
   boost::asio::awaitable<void> flush();
 
-  // The state including queued updates: what the pipeline reads for idempotency checks.
+  // The state including queued and staged updates: what the pipeline reads for idempotency checks.
   const Checkpoint& current() const;
   // What the last successful save wrote.
   const Checkpoint& durable() const;

@@ -64,6 +64,9 @@ class ClaimSpecStep final : public GpuStep {
   std::string_view name() const override { return "claim-spec"; }
   Status plan(GpuPrepare&) const override { return {}; }
 
+  // The claim's CDI spec: start-up removes a claim spec that no entry names (remove_orphan_specs).
+  bool needs_record(const GpuPrepare&) const override { return false; }
+
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
     co_return co_await c.node.pool.run([&c, area = c.area]() -> Status {
       // The last reader of the edits: moved, not copied (the driver's common edits are most of them).

@@ -13,6 +13,9 @@ class ComputeModeStep final : public GpuStep {
   std::string_view name() const override { return "compute-mode"; }
   Status plan(GpuPrepare&) const override { return {}; }
 
+  // The compute mode lives in the GPU: start-up resets it by the entry.
+  bool needs_record(const GpuPrepare& c) const override { return plans_sharing(c, SharingKind::kMps); }
+
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
     if (!plans_sharing(c, SharingKind::kMps)) co_return Status{};
     co_return co_await c.node.pool.run([&c, area = c.area]() -> Status {

@@ -74,6 +74,9 @@ class DeviceEditsStep final : public GpuStep {
   std::string_view name() const override { return "device-edits"; }
   Status plan(GpuPrepare&) const override { return {}; }
 
+  // Edits in memory only.
+  bool needs_record(const GpuPrepare&) const override { return false; }
+
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
     // Nothing to read from the host: no trip to the worker pool.
     if (auto known = all_known(c)) {

@@ -18,6 +18,9 @@ class DeviceMetadataStep final : public GpuStep {
   std::string_view name() const override { return "device-metadata"; }
   Status plan(GpuPrepare&) const override { return {}; }
 
+  // Metadata files of a VFIO claim: start-up removes them by the entry.
+  bool needs_record(const GpuPrepare& c) const override { return has_vfio(*c.groups); }
+
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
     if (!has_vfio(*c.groups)) co_return Status{};
     co_return co_await c.node.pool.run([&c]() -> Status {

@@ -17,6 +17,14 @@ class DynamicMigStep final : public GpuStep {
   std::string_view name() const override { return "dynamic-mig"; }
   Status plan(GpuPrepare&) const override { return {}; }  // plan_claim refuses a DynamicMIG device without NVML
 
+  // A MIG device made for the claim: start-up finds its ids by the entry.
+  bool needs_record(const GpuPrepare& c) const override {
+    for (const auto& group : *c.groups)
+      for (const auto* d : group.devices)
+        if (d->dynamic) return true;
+    return false;
+  }
+
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
     for (const auto& group : *c.groups)
       for (const auto* d : group.devices) {

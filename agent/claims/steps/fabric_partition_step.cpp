@@ -18,6 +18,9 @@ class FabricPartitionStep final : public GpuStep {
     c.fabric = std::move(*plan);
     return {};
   }
+  // FM gates on: the partitions are held until the entry is durable, and start-up adopts them by it.
+  bool needs_record(const GpuPrepare& c) const override { return c.node.fabric != nullptr; }
+
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
     if (!c.node.fabric) co_return Status{};
     co_return co_await c.node.fabric->activate(c.claim, c.fabric);

@@ -25,6 +25,9 @@ class MpsDaemonStep final : public GpuStep {
     return {};
   }
 
+  // A daemon (process or unit) runs for the claim: start-up stops it by the entry.
+  bool needs_record(const GpuPrepare& c) const override { return plans_sharing(c, SharingKind::kMps); }
+
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
     if (!plans_sharing(c, SharingKind::kMps)) co_return Status{};
     co_return co_await c.node.pool.run([&c, area = c.area]() -> Status {

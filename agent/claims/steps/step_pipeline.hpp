@@ -1,8 +1,9 @@
 #pragma once
-// run_pipeline — a prepare as its list of steps (claim_step.hpp): plan every step, commit
-// PrepareStarted, apply the steps in order, commit PrepareCompleted. A failing apply undoes the
-// steps applied so far, the failed one first, in reverse; the error returned is the apply's (what
-// kubelet gets), an undo's failure goes to on_rollback_failed. recover_steps walks the same list at
+// run_pipeline — a prepare as its list of steps (claim_step.hpp): plan every step, record
+// PrepareStarted (on disk first when a step needs the record), apply the steps in order, commit
+// PrepareCompleted. A failing apply undoes the steps applied so far, the failed one first, in
+// reverse; the error returned is the apply's (what kubelet gets), an undo's failure goes to
+// on_rollback_failed. recover_steps walks the same list at
 // start-up. Runs on the caller's executor; every step's blocking work is its own to move off it.
 #include <boost/asio/awaitable.hpp>
 
@@ -15,8 +16,11 @@ namespace nvdra::claims::steps {
 
 template <class Claim>
 struct PipelineHooks {
-  // Durable PrepareStarted / PrepareCompleted for the claim (the checkpoint commit).
-  std::function<boost::asio::awaitable<Status>(Claim&)> started;
+  // PrepareStarted for the claim; `durable`: it must be on disk before any step applies (a step
+  // needs the record, needs_record). Otherwise it may stay in memory until PrepareCompleted writes
+  // the claim: what the steps leave meanwhile is found at start-up without it.
+  std::function<boost::asio::awaitable<Status>(Claim&, bool durable)> started;
+  // Durable PrepareCompleted for the claim (the checkpoint commit).
   std::function<boost::asio::awaitable<Status>(Claim&)> completed;
   // The rollback of a failed apply failed too: told here, the apply's error is still the answer.
   std::function<void(Claim&, const Error&)> on_rollback_failed;
@@ -54,12 +58,20 @@ boost::asio::awaitable<Status> apply_steps(const StepList<Claim>& steps, Claim& 
   co_return Status{};
 }
 
+// Whether any step, as planned for this claim, needs its PrepareStarted entry durable before it applies.
+template <class Claim>
+bool needs_record(const StepList<Claim>& steps, const Claim& claim) {
+  for (auto* step : steps)
+    if (step->needs_record(claim)) return true;
+  return false;
+}
+
 template <class Claim>
 boost::asio::awaitable<Status> run_pipeline(const StepList<Claim>& steps, Claim& claim,
                                             const PipelineHooks<Claim>& hooks) {
   if (auto st = plan_steps(steps, claim); !st) co_return st;
   if (hooks.started)
-    if (auto st = co_await hooks.started(claim); !st) co_return st;
+    if (auto st = co_await hooks.started(claim, needs_record(steps, claim)); !st) co_return st;
   if (auto st = co_await apply_steps(steps, claim, hooks); !st) co_return st;
   if (hooks.completed)
     if (auto st = co_await hooks.completed(claim); !st) co_return st;

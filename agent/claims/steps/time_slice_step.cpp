@@ -33,6 +33,9 @@ class TimeSliceStep final : public GpuStep {
   std::string_view name() const override { return "time-slice"; }
   Status plan(GpuPrepare&) const override { return {}; }  // plan_sharing checked the interval
 
+  // The time slice lives in the GPU: start-up resets it by the entry.
+  bool needs_record(const GpuPrepare& c) const override { return plans_sharing(c, SharingKind::kTimeSlicing); }
+
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
     if (!plans_sharing(c, SharingKind::kTimeSlicing)) co_return Status{};
     co_return co_await c.node.pool.run([&c, area = c.area]() -> Status {

@@ -17,6 +17,14 @@ class VfioHandOverStep final : public GpuStep {
     return check_twins_free(c.node.committer.current(), c.claim.uid, c.allocation->results, c.node.inventory);
   }
 
+  // A GPU moved to vfio-pci: start-up gives it back to nvidia by the entry.
+  bool needs_record(const GpuPrepare& c) const override {
+    for (const auto& group : *c.groups)
+      for (const auto* d : group.devices)
+        if (d->type == DeviceType::kVfio && group.vfio) return true;
+    return false;
+  }
+
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
     auto* vfio = c.node.vfio;
     const auto deadline = vfio ? vfio->claim_deadline() : VfioStep::Deadline{};
