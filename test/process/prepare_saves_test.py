@@ -3,13 +3,12 @@ a claim whose steps leave nothing that start-up needs its PrepareStarted entry f
 static MIG device: its CDI spec alone, which start-up removes when no entry names it) costs one
 save, PrepareCompleted; a claim whose steps change the GPU (a time slice) costs two, PrepareStarted
 on disk before the change. The on-disk checkpoint of either is upstream's PrepareCompleted entry."""
-import re
 import unittest
 import urllib.request
 
 from gpu_node import GPU, SimulatedNode, gpu_config
+from metrics_test import LISTENING, samples
 
-LISTENING = re.compile(r"metrics listening address=\S+ port=(\d+)")
 SAVES = 'nvdra_checkpoint_saves_total{driver="gpu.nvidia.com"}'
 
 
@@ -19,7 +18,7 @@ class SavesPerPrepare(unittest.TestCase):
                                   args=["--http-endpoint=127.0.0.1:0"])
         self.addCleanup(self.node.cleanup)
         self.node.start()
-        self.port = int(LISTENING.search(self.node.agent_log()).group(1))
+        self.port = int(LISTENING.search(self.node.agent_log()).group(2))
         devices = self.node.published()
         self.gpus = sorted(n for n in devices if devices[n]["attributes"]["type"] == {"string": "gpu"}
                            and not any(m.startswith(n + "-mig-") for m in devices))
@@ -27,10 +26,7 @@ class SavesPerPrepare(unittest.TestCase):
 
     def saves(self):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as r:
-            for line in r.read().decode().splitlines():
-                if line.startswith(SAVES + " "):
-                    return float(line.rsplit(" ", 1)[1])
-        raise AssertionError(f"no {SAVES} on the page")
+            return samples(r.read().decode())[SAVES]
 
     def saves_of_prepare(self, claim):
         before = self.saves()

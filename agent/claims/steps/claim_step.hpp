@@ -11,8 +11,8 @@
 //   needs_record  whether apply, for this claim, leaves on the node what start-up can find and undo
 //            only through the claim's PrepareStarted entry (a MIG device, a time slice, a daemon).
 // run_pipeline (step_pipeline.hpp) plans every step, records PrepareStarted (on disk first only when a
-// step needs the record), applies them in order and commits PrepareCompleted; a failure undoes the applied steps (the failed one included: it may have
-// gone half-way) in reverse. `Claim` is the per-claim state the steps of one driver share
+// step needs the record), applies them in order and commits PrepareCompleted; a failure undoes the
+// applied steps (the failed one included: it may have gone half-way) in reverse. `Claim` is the per-claim state the steps of one driver share
 // (gpu_prepare.hpp for gpu.nvidia.com). May use agent/base and agent/claims' own headers; nothing
 // above agent/claims.
 #include <boost/asio/awaitable.hpp>

@@ -9,20 +9,16 @@
 namespace nvdra::claims {
 namespace {
 
-bool has_vfio(const std::vector<PlannedGroup>& groups) {
-  return std::any_of(groups.begin(), groups.end(), [](const auto& g) { return g.vfio.has_value(); });
-}
-
 class DeviceMetadataStep final : public GpuStep {
  public:
   std::string_view name() const override { return "device-metadata"; }
   Status plan(GpuPrepare&) const override { return {}; }
 
   // Metadata files of a VFIO claim: start-up removes them by the entry.
-  bool needs_record(const GpuPrepare& c) const override { return has_vfio(*c.groups); }
+  bool needs_record(const GpuPrepare& c) const override { return plans_vfio(c); }
 
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
-    if (!has_vfio(*c.groups)) co_return Status{};
+    if (!plans_vfio(c)) co_return Status{};
     co_return co_await c.node.pool.run([&c]() -> Status {
       std::vector<MetadataDevice> devices;
       for (const auto& g : *c.groups)

@@ -123,6 +123,13 @@ inline bool plans_sharing(const GpuPrepare& c, SharingKind kind) {
   return false;
 }
 
+// Whether a group of the plan hands its devices to vfio-pci (a VfioDeviceConfig group).
+inline bool plans_vfio(const GpuPrepare& c) {
+  for (const auto& group : *c.groups)
+    if (group.vfio) return true;
+  return false;
+}
+
 // The same for an undo: whether a group had an MPS daemon (the compute-mode and MPS steps' undos).
 inline bool undoes_mps_daemon(const GpuPrepare& c) {
   for (const auto& g : c.undo)

@@ -3,8 +3,8 @@
 // PrepareStarted (on disk first when a step needs the record), apply the steps in order, commit
 // PrepareCompleted. A failing apply undoes the steps applied so far, the failed one first, in
 // reverse; the error returned is the apply's (what kubelet gets), an undo's failure goes to
-// on_rollback_failed. recover_steps walks the same list at
-// start-up. Runs on the caller's executor; every step's blocking work is its own to move off it.
+// on_rollback_failed. recover_steps walks the same list at start-up. Runs on the caller's executor;
+// every step's blocking work is its own to move off it.
 #include <boost/asio/awaitable.hpp>
 
 #include <functional>

@@ -18,12 +18,7 @@ class VfioHandOverStep final : public GpuStep {
   }
 
   // A GPU moved to vfio-pci: start-up gives it back to nvidia by the entry.
-  bool needs_record(const GpuPrepare& c) const override {
-    for (const auto& group : *c.groups)
-      for (const auto* d : group.devices)
-        if (d->type == DeviceType::kVfio && group.vfio) return true;
-    return false;
-  }
+  bool needs_record(const GpuPrepare& c) const override { return plans_vfio(c); }
 
   boost::asio::awaitable<Status> apply(GpuPrepare& c) override {
     auto* vfio = c.node.vfio;
