@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 
 #include "agent/base/log.hpp"
@@ -122,7 +123,14 @@ int App::run() {
                                             drivers::ClientConfigCache::from_files(options_.kubeconfig));
   RunContext ctx{io.get_executor(), workers, readiness,    *notifier_,     options_, status,
                  bus,               gpus,    server_facts, client_configs, metrics};
-  supervisor.on_deadline([&io] { io.stop(); });
+  // Past the grace period the process ends here, without unwinding: destroying the components under
+  // coroutines still suspended in them reaches freed objects (ASan saw an in-flight request's
+  // connection slot and gRPC's shutdown thread do it). Everything on disk is already crash-safe.
+  supervisor.on_deadline([&supervisor, log] {
+    log->error("stopped exit_code={} without waiting for the tasks above", supervisor.exit_code());
+    spdlog::apply_all([](const std::shared_ptr<spdlog::logger>& l) { l->flush(); });
+    std::_Exit(supervisor.exit_code());
+  });
 
   // Signals first: from here on SIGTERM means a clean stop, so STATUS=starting may announce it
   // (main() blocked them before any thread; one that came earlier waits in the signalfd).

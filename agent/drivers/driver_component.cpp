@@ -5,6 +5,7 @@
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/multiple_exceptions.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -45,6 +46,31 @@ void ensure_private_dir(const fs::path& dir) {
   if (ec) throw std::runtime_error("cannot create " + dir.string() + ": " + ec.message());
   if (::chmod(dir.c_str(), 0750) != 0)
     throw std::runtime_error("cannot set mode 0750 on " + dir.string() + ": " + std::strerror(errno));
+}
+
+// What ended a failed run, as the status reports it; of several branches that failed together, the first.
+std::string describe_failure(const std::exception_ptr& failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const boost::asio::multiple_exceptions& several) {
+    return describe_failure(several.first_exception());
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+bool is_cancellation(const std::exception_ptr& failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const boost::asio::multiple_exceptions& several) {
+    return is_cancellation(several.first_exception());
+  } catch (const boost::system::system_error& e) {
+    return e.code() == boost::asio::error::operation_aborted;
+  } catch (...) {
+    return false;
+  }
 }
 
 }  // namespace
@@ -306,6 +332,10 @@ boost::asio::awaitable<void> DriverComponent::run() {
     failure = std::current_exception();
   }
   // Cancelled (shutdown) or failed: either way stop serving and remove the sockets before returning.
+  // Asked to stop is read from the state, not the exception: branches of `||` cancelled together end
+  // it with asio::multiple_exceptions, not operation_aborted.
+  const bool stop_requested =
+      (co_await boost::asio::this_coro::cancellation_state).cancelled() != boost::asio::cancellation_type::none;
   // A cancelled coroutine throws at its next co_await; a fresh cancellation state lets stop() run.
   co_await boost::asio::this_coro::reset_cancellation_state();
   if (plugin_) co_await plugin_->stop();
@@ -318,17 +348,11 @@ boost::asio::awaitable<void> DriverComponent::run() {
   backend_.reset();
   registration_changed();
   if (failure) {
-    bool cancelled = false;
-    try {
-      std::rethrow_exception(failure);
-    } catch (const boost::system::system_error& e) {
-      cancelled = e.code() == boost::asio::error::operation_aborted;
-      if (!cancelled) report(e.what());
-    } catch (const std::exception& e) {
-      report(e.what());
-    }
+    const bool cancelled = stop_requested || is_cancellation(failure);
+    if (!cancelled) report(describe_failure(failure));
     // A failed start may have reported why (an unreadable checkpoint): one pass, no retries, and
-    // never more than 2 s before the Supervisor's restart (the API server may be what failed).
+    // never more than 2 s before the Supervisor's restart (the API server may be what failed). Not at
+    // a stop: the Supervisor's grace period is shorter, and a full queue (1,000 Events) would outlast it.
     if (!cancelled && events_) {
       using namespace boost::asio::experimental::awaitable_operators;
       boost::asio::steady_timer limit(ctx_.executor, std::chrono::seconds(2));

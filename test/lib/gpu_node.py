@@ -205,6 +205,10 @@ class SimulatedNode:
             self.proc.kill()
             self.proc.wait()
             raise AssertionError(f"agent did not exit within {timeout}s of {sig}; log:\n{self.agent_log()}")
+        if code not in (0, -sig):
+            # A sanitizer's report (abort_on_error: -6) or an error exit: the callers assert the code, the
+            # report saying why is only in the log, which goes with the node's directory.
+            sys.stderr.write(f"agent exited {code} after {sig!r}; the end of its log:\n{self.agent_log()[-20000:]}\n")
         self._close_run()
         return code
 
@@ -257,14 +261,27 @@ class SimulatedNode:
         return 0
 
     def cleanup(self):
+        # SIGTERM, not SIGKILL: a crash on the way out (a sanitizer's report) fails the test that left the
+        # agent running; killed, it would go unseen.
+        failure = None
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                code = self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                code = "no exit within 20 s"
+            if code != 0:
+                failure = f"agent at the end of the test, SIGTERM: exit {code}; the end of its log:\n" \
+                          f"{self.agent_log()[-20000:]}"
         self._close_run()
         self.api.stop()
         if self.pci:
             self.pci.stop()
         self.dirs.cleanup()
+        if failure:
+            raise AssertionError(failure)
 
     # --- the cluster -------------------------------------------------------------------------
     def allocate(self, name, results, configs=(), namespace="default", driver=GPU, admin_access=False,

@@ -6,11 +6,14 @@ printed (and appended to $NVDRA_SHUTDOWN_FIGURES as JSON lines when set) for ben
 import json
 import os
 import signal
+import threading
 import time
 import unittest
+import uuid
 
 from apiserver_double import outage
 from gpu_node import SimulatedNode
+from kubelet_double import Claim
 from nvdra_testlib import SANITIZED
 
 DEADLINE = 60.0
@@ -64,6 +67,31 @@ class ShutdownInEveryApiState(unittest.TestCase):
         node.api.delete_matching("resource.k8s.io/v1", "resourceslices")
         node.api.wait_for_requests(lambda log: any(r["method"] == "POST" for r in log), DEADLINE)
         self.stop(node, "create hanging")
+
+    def test_event_writes_hanging(self):
+        """A stop is not a failed start: the Events still queued are not flushed then (their 2 s pass
+        would outlast the supervisor's 0.8 s grace), and nothing in flight outlives what it points into."""
+        node = self.make_node()
+        node.start()
+        node.api.add_fault("POST", "events", hang=True, count=1000)
+        missing = [Claim("default", f"missing-{i}", str(uuid.uuid4())) for i in range(3)]
+        answers = node.gpu().prepare(missing)
+        self.assertTrue(all(answers[c.uid]["error"] for c in missing), answers)
+        node.api.wait_for_requests(lambda log: any(r["method"] == "POST" and "events" in r["path"] for r in log),
+                                   DEADLINE)  # a FailedPrepare Event is hanging now
+        self.stop(node, "Event writes hanging")
+        self.assertNotIn("did not stop within the grace period", node.agent_log())
+
+    def test_prepare_in_flight(self):
+        node = self.make_node()
+        node.start()
+        node.api.add_fault("GET", "resourceclaims", hang=True, count=1000)
+        claim = Claim("default", "waiting", str(uuid.uuid4()))
+        worker = threading.Thread(target=lambda: node.gpu().prepare([claim], timeout=60), daemon=True)
+        worker.start()
+        node.api.wait_for_requests(lambda log: any("resourceclaims" in r["path"] for r in log), DEADLINE)
+        self.stop(node, "prepare in flight")
+        self.assertNotIn("did not stop within the grace period", node.agent_log())
 
     def test_idle_with_watches_open(self):
         node = self.make_node()
