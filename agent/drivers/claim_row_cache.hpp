@@ -4,6 +4,7 @@
 // with 1,000 claims prepared, deriving every claim's value after each call was most of the loop's
 // time (issue #33). When the claim count no longer matches the checkpoint's (a claim changed by
 // another path: recovery, a sweep), every value is derived again. io_context thread only.
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -23,6 +24,7 @@ class ClaimRowCache {
     rows_.clear();
     for (const auto& [uid, claim] : cp.claims) rows_.emplace(uid, derive_(uid, claim));
     known_ = true;
+    ++rebuilds_;
   }
 
   // The claims `uids` derived again (gone ones dropped), or every claim when that leaves the cache
@@ -41,11 +43,15 @@ class ClaimRowCache {
 
   void forget() { rows_.clear(), known_ = false; }
   const std::map<std::string, Row>& rows() const { return rows_; }  // by UID, as the checkpoint orders them
+  // How many times every row was derived again: a change tells a caller keeping sums over the rows
+  // that one update was not enough.
+  uint64_t rebuilds() const { return rebuilds_; }
 
  private:
   Derive derive_;
   std::map<std::string, Row> rows_;
   bool known_ = false;
+  uint64_t rebuilds_ = 0;
 };
 
 }  // namespace nvdra::drivers

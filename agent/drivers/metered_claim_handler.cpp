@@ -60,26 +60,20 @@ ClaimCounts count_claim(const claims::CheckpointedClaim& claim) {
   return counts;
 }
 
-namespace {
-
-// The counts of every claim together; a daemon that several claims share counts once.
-template <class Claims, class CountsOf>
-CheckpointCounts sum_counts(const Claims& claims, CountsOf counts_of) {
-  CheckpointCounts counts;
-  std::set<std::string> daemons;
-  for (const auto& [uid, claim] : claims) {
-    const ClaimCounts& one = counts_of(claim);
-    for (const auto& [type, n] : one.devices_by_type) counts.devices_by_type[type] += n;
-    daemons.insert(one.daemons.begin(), one.daemons.end());
-  }
-  counts.mps_daemons = static_cast<int64_t>(daemons.size());
-  return counts;
+void CountTotals::apply(const ClaimCounts& c, int64_t sign) {
+  const auto step = [sign](std::map<std::string, int64_t>& m, const std::string& key, int64_t n) {
+    if ((m[key] += sign * n) == 0) m.erase(key);
+  };
+  for (const auto& [type, n] : c.devices_by_type) step(by_type_, type, n);
+  // A claim names its daemon once per device group; it holds the daemon once.
+  const std::set<std::string> distinct(c.daemons.begin(), c.daemons.end());
+  for (const auto& id : distinct) step(daemons_, id, 1);
 }
 
-}  // namespace
-
 CheckpointCounts count_prepared(const claims::Checkpoint& checkpoint) {
-  return sum_counts(checkpoint.claims, [](const claims::CheckpointedClaim& c) { return count_claim(c); });
+  CountTotals totals;
+  for (const auto& [uid, claim] : checkpoint.claims) totals.add(count_claim(claim));
+  return {totals.devices_by_type(), totals.mps_daemons()};
 }
 
 MeteredClaimHandler::MeteredClaimHandler(std::string driver, kubelet::ClaimHandler& inner, metrics::Metrics& metrics,
@@ -92,24 +86,34 @@ MeteredClaimHandler::MeteredClaimHandler(std::string driver, kubelet::ClaimHandl
 
 void MeteredClaimHandler::refresh() {
   const auto* cp = checkpoint_();
+  totals_.clear();
   if (!cp) return counts_.forget();
   counts_.rebuild(*cp);
+  for (const auto& [uid, row] : counts_.rows()) totals_.add(row);
   publish();
 }
 
-// After one call only that claim is counted again (ClaimRowCache); the sum is over small cached
-// counts, not the checkpoint's JSON.
+// After one call only that claim is counted again (ClaimRowCache), and the totals change by its old
+// and new counts; a cache that had to count every claim again gives the totals again.
 void MeteredClaimHandler::refresh(const std::string& uid) {
   const auto* cp = checkpoint_();
   if (!cp) return refresh();
+  const auto rebuilds = counts_.rebuilds();
+  const auto& rows = counts_.rows();
+  if (auto old = rows.find(uid); old != rows.end()) totals_.remove(old->second);
   counts_.update(*cp, std::array<std::string, 1>{uid});
+  if (counts_.rebuilds() != rebuilds) {
+    totals_.clear();
+    for (const auto& [id, row] : rows) totals_.add(row);
+  } else if (auto now = rows.find(uid); now != rows.end()) {
+    totals_.add(now->second);
+  }
   publish();
 }
 
 void MeteredClaimHandler::publish() {
-  const auto counts = sum_counts(counts_.rows(), [](const ClaimCounts& c) -> const ClaimCounts& { return c; });
-  metrics_.set_prepared_devices(driver_, counts.devices_by_type);
-  if (driver_ == config::kGpuDriverName) metrics_.set_mps_daemons(driver_, counts.mps_daemons);
+  metrics_.set_prepared_devices(driver_, totals_.devices_by_type());
+  if (driver_ == config::kGpuDriverName) metrics_.set_mps_daemons(driver_, totals_.mps_daemons());
 }
 
 boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> MeteredClaimHandler::prepare(

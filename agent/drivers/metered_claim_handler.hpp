@@ -30,6 +30,21 @@ struct ClaimCounts {
 };
 ClaimCounts count_claim(const claims::CheckpointedClaim& claim);
 
+// The sum of claims' counts, kept as claims come and go: a daemon counts while any claim holds it.
+class CountTotals {
+ public:
+  void add(const ClaimCounts& c) { apply(c, 1); }
+  void remove(const ClaimCounts& c) { apply(c, -1); }
+  void clear() { by_type_.clear(), daemons_.clear(); }
+  const std::map<std::string, int64_t>& devices_by_type() const { return by_type_; }
+  int64_t mps_daemons() const { return static_cast<int64_t>(daemons_.size()); }
+
+ private:
+  void apply(const ClaimCounts& c, int64_t sign);
+  std::map<std::string, int64_t> by_type_;
+  std::map<std::string, int64_t> daemons_;  // daemon ID → claims holding it
+};
+
 class MeteredClaimHandler final : public kubelet::ClaimHandler {
  public:
   MeteredClaimHandler(std::string driver, kubelet::ClaimHandler& inner, metrics::Metrics& metrics,
@@ -47,6 +62,7 @@ class MeteredClaimHandler final : public kubelet::ClaimHandler {
   metrics::Metrics& metrics_;
   std::function<const claims::Checkpoint*()> checkpoint_;
   ClaimRowCache<ClaimCounts> counts_;
+  CountTotals totals_;  // of counts_'s rows: after a call, one row out and one in, not a sum over all
 };
 
 }  // namespace nvdra::drivers

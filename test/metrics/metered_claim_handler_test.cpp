@@ -38,6 +38,42 @@ TEST(CountPrepared, CountsCompletedClaimsByDeviceTypeAndDistinctMpsDaemons) {
   EXPECT_EQ(counts.mps_daemons, 1);
 }
 
+// The totals kept as claims come and go equal a count of the whole checkpoint at every step.
+TEST(CountTotals, FollowClaimsAsACountOfTheWholeCheckpointWould) {
+  const char* kTwoGroupsOneDaemon = R"([{"devices":[{"gpu":{},"mig":null}],"configState":{"mpsControlDaemonID":"d-1"}},
+                                        {"devices":[{"gpu":{},"mig":null}],"configState":{"mpsControlDaemonID":"d-1"}}])";
+  claims::Checkpoint cp;
+  CountTotals totals;
+  const auto put = [&](const std::string& uid, const char* devices) {
+    cp.claims[uid] = claim(claims::ClaimState::kPrepareCompleted, devices);
+    totals.add(count_claim(cp.claims[uid]));
+  };
+  const auto drop = [&](const std::string& uid) {
+    totals.remove(count_claim(cp.claims[uid]));
+    cp.claims.erase(uid);
+  };
+  const auto same = [&] {
+    const auto whole = count_prepared(cp);
+    EXPECT_EQ(totals.devices_by_type(), whole.devices_by_type);
+    EXPECT_EQ(totals.mps_daemons(), whole.mps_daemons);
+  };
+  put("a", kGpuAndMig);
+  put("b", kTwoGroupsOneDaemon);
+  same();
+  EXPECT_EQ(totals.mps_daemons(), 2);
+  put("c", kGpuAndMig);  // uid-1-abcde again: still two daemons
+  same();
+  drop("a");
+  same();
+  EXPECT_EQ(totals.mps_daemons(), 2) << "c still holds uid-1-abcde";
+  drop("b");
+  same();
+  EXPECT_EQ(totals.mps_daemons(), 1);
+  drop("c");
+  same();
+  EXPECT_TRUE(totals.devices_by_type().empty()) << "a type whose devices are all gone leaves the totals";
+}
+
 struct FakeHandler : kubelet::ClaimHandler {
   bool fail = false;
   claims::Checkpoint* cp = nullptr;
