@@ -5,7 +5,6 @@
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
-#include <boost/asio/multiple_exceptions.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -27,6 +26,7 @@
 #include "agent/drivers/node_gpus.hpp"
 #include "agent/drivers/shared_server_facts.hpp"
 #include "agent/kubelet/concurrently.hpp"
+#include "agent/kubelet/failures.hpp"
 #include "agent/runtime/readiness.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "agent/status/agent_status.hpp"
@@ -46,31 +46,6 @@ void ensure_private_dir(const fs::path& dir) {
   if (ec) throw std::runtime_error("cannot create " + dir.string() + ": " + ec.message());
   if (::chmod(dir.c_str(), 0750) != 0)
     throw std::runtime_error("cannot set mode 0750 on " + dir.string() + ": " + std::strerror(errno));
-}
-
-// What ended a failed run, as the status reports it; of several branches that failed together, the first.
-std::string describe_failure(const std::exception_ptr& failure) {
-  try {
-    std::rethrow_exception(failure);
-  } catch (const boost::asio::multiple_exceptions& several) {
-    return describe_failure(several.first_exception());
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
-
-bool is_cancellation(const std::exception_ptr& failure) {
-  try {
-    std::rethrow_exception(failure);
-  } catch (const boost::asio::multiple_exceptions& several) {
-    return is_cancellation(several.first_exception());
-  } catch (const boost::system::system_error& e) {
-    return e.code() == boost::asio::error::operation_aborted;
-  } catch (...) {
-    return false;
-  }
 }
 
 }  // namespace
@@ -348,8 +323,8 @@ boost::asio::awaitable<void> DriverComponent::run() {
   backend_.reset();
   registration_changed();
   if (failure) {
-    const bool cancelled = stop_requested || is_cancellation(failure);
-    if (!cancelled) report(describe_failure(failure));
+    const bool cancelled = stop_requested || kubelet::is_cancellation(failure);
+    if (!cancelled) report(kubelet::describe_failure(failure));
     // A failed start may have reported why (an unreadable checkpoint): one pass, no retries, and
     // never more than 2 s before the Supervisor's restart (the API server may be what failed). Not at
     // a stop: the Supervisor's grace period is shorter, and a full queue (1,000 Events) would outlast it.

@@ -7,6 +7,7 @@
 
 #include "agent/base/log.hpp"
 #include "agent/kubelet/concurrently.hpp"
+#include "agent/kubelet/failures.hpp"
 
 namespace asio = boost::asio;
 
@@ -16,26 +17,6 @@ namespace {
 
 long long ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
-}
-
-bool is_cancellation(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const boost::system::system_error& se) {
-    return se.code() == asio::error::operation_aborted;
-  } catch (...) {
-    return false;
-  }
-}
-
-std::string what(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& ex) {
-    return ex.what();
-  } catch (...) {
-    return "unknown exception";
-  }
 }
 
 // The claim's error string as kubelet shows it in the pod event: always names the claim.
@@ -116,8 +97,9 @@ asio::awaitable<void> DraService::prepare_one(ClaimRef claim, std::shared_ptr<Pr
   if (failure) {
     // Cancellation ends the whole call (kubelet gave up or the agent stops): let it propagate.
     if (is_cancellation(failure)) std::rethrow_exception(failure);
-    log_->error("driver={} claim={} step=prepare handler threw: {}", driver_, claim.describe(), what(failure));
-    out->error = claim_error(claim, make_error(ErrorCode::kInternal, "internal error while preparing: " + what(failure)));
+    const auto text = describe_failure(failure);
+    log_->error("driver={} claim={} step=prepare handler threw: {}", driver_, claim.describe(), text);
+    out->error = claim_error(claim, make_error(ErrorCode::kInternal, "internal error while preparing: " + text));
   }
   if (out->error.empty())
     log_->debug("driver={} claim={} step=prepare devices={} ms={}", driver_, claim.describe(), out->devices.size(),
@@ -139,8 +121,9 @@ asio::awaitable<void> DraService::unprepare_one(ClaimRef claim, std::shared_ptr<
   if (status && !status->ok()) *out = claim_error(claim, status->error());
   if (failure) {
     if (is_cancellation(failure)) std::rethrow_exception(failure);
-    log_->error("driver={} claim={} step=unprepare handler threw: {}", driver_, claim.describe(), what(failure));
-    *out = claim_error(claim, make_error(ErrorCode::kInternal, "internal error while unpreparing: " + what(failure)));
+    const auto text = describe_failure(failure);
+    log_->error("driver={} claim={} step=unprepare handler threw: {}", driver_, claim.describe(), text);
+    *out = claim_error(claim, make_error(ErrorCode::kInternal, "internal error while unpreparing: " + text));
   }
   if (out->empty())
     log_->debug("driver={} claim={} step=unprepare ms={}", driver_, claim.describe(), ms_since(start));
