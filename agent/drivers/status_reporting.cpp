@@ -82,22 +82,60 @@ void StatusReportingHandler::refresh() {
   const auto* cp = checkpoint_();
   if (!cp) return rows_.forget();
   rows_.rebuild(*cp);
+  rechunk_all();
   publish();
 }
 
-// Only the rows of the claims the calls touched are read again (ClaimRowCache).
+// Only the rows of the claims the calls touched are read again (ClaimRowCache), and only their
+// chunks listed again.
 void StatusReportingHandler::refresh_touched() {
   const auto* cp = checkpoint_();
   if (!cp) return refresh();
+  const uint64_t rebuilds = rows_.rebuilds();
   rows_.update(*cp, touched_);
+  if (rows_.rebuilds() != rebuilds) {
+    rechunk_all();
+  } else {
+    std::string_view last;
+    for (const auto& uid : touched_) {  // sorted: each chunk once
+      const std::string_view prefix = std::string_view(uid).substr(0, kChunkPrefix);
+      if (prefix != last) rechunk(prefix);
+      last = prefix;
+    }
+  }
   touched_.clear();
   publish();
 }
 
+// The list of the rows whose UIDs begin with `prefix` (all of a shorter UID), made again.
+void StatusReportingHandler::rechunk(std::string_view prefix) {
+  std::vector<sb::ClaimRow> rows;  // the cached rows themselves, shared (claim_rows.hpp)
+  const auto& all = rows_.rows();
+  const auto in_chunk = [&](const auto& it) { return std::string_view(it->first).substr(0, kChunkPrefix) == prefix; };
+  for (auto it = all.lower_bound(std::string(prefix)); it != all.end() && in_chunk(it); ++it) rows.push_back(it->second);
+  const std::string key(prefix);
+  if (rows.empty()) chunks_.erase(key);
+  else chunks_.insert_or_assign(key, std::make_shared<const std::vector<sb::ClaimRow>>(std::move(rows)));
+}
+
+void StatusReportingHandler::rechunk_all() {
+  chunks_.clear();
+  std::string prefix;
+  std::vector<sb::ClaimRow> rows;
+  const auto close = [&] {
+    if (!rows.empty()) chunks_.emplace(prefix, std::make_shared<const std::vector<sb::ClaimRow>>(std::move(rows)));
+    rows.clear();
+  };
+  for (const auto& [uid, row] : rows_.rows()) {  // sorted: a chunk's rows come together
+    if (uid.compare(0, kChunkPrefix, prefix) != 0 || rows.empty()) close(), prefix = uid.substr(0, kChunkPrefix);
+    rows.push_back(row);
+  }
+  close();
+}
+
 void StatusReportingHandler::publish() {
-  sb::ClaimRows rows;  // the cached rows themselves, shared (claim_rows.hpp)
-  rows.reserve(rows_.rows().size());
-  for (const auto& [uid, row] : rows_.rows()) rows.push_back(row);
+  sb::ClaimRows rows;
+  for (const auto& [prefix, chunk] : chunks_) rows.append(chunk);
   status_.set_claims(driver_, rows);
 }
 

@@ -5,9 +5,11 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <functional>
+#include <map>
 #include <set>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/base/device.hpp"
@@ -38,6 +40,13 @@ class StatusReportingHandler final : public kubelet::ClaimHandler {
   // 64 prepares rebuilds the claim rows once, not 64 times).
   void schedule_refresh(const std::string& uid);
   void refresh_touched();
+  // The claim rows are published as lists of the rows whose UIDs share their first kChunkPrefix
+  // characters (~256 for random UIDs): a call makes one new list of a few rows and the snapshot
+  // shares the others, instead of a list of every row (issue #33: at 1,000 claims, copying the row
+  // pointers after each call was ~8 % of the agent's CPU).
+  static constexpr std::size_t kChunkPrefix = 2;
+  void rechunk(std::string_view prefix);
+  void rechunk_all();
   void publish();
 
   boost::asio::any_io_executor ex_;
@@ -49,6 +58,7 @@ class StatusReportingHandler final : public kubelet::ClaimHandler {
   status::AgentStatus& status_;
   std::function<const claims::Checkpoint*()> checkpoint_;
   ClaimRowCache<systemd_bus::ClaimRow> rows_;
+  std::map<std::string, systemd_bus::ClaimRows::Part, std::less<>> chunks_;  // by UID prefix
 };
 
 }  // namespace nvdra::drivers

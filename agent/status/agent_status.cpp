@@ -21,13 +21,13 @@ bool replace_for_driver(std::vector<T>& list, const std::string& driver, std::ve
   return true;
 }
 
-// The same for the shared claim rows: the other drivers' rows are kept by reference, not copied.
+// The same for the shared claim rows, a list of them per set_claims() call: the other drivers'
+// lists are kept, not copied.
 bool replace_for_driver(sb::ClaimRows& list, const std::string& driver, const sb::ClaimRows& items) {
   sb::ClaimRows next;
-  next.reserve(list.size() + items.size());
-  for (const auto& row : list.shared())
-    if (row->driver != driver) next.push_back(row);
-  for (const auto& row : items.shared()) next.push_back(row);
+  for (const auto& part : list.parts())
+    if (part->empty() || part->front()->driver != driver) next.append(part);
+  for (const auto& part : items.parts()) next.append(part);
   if (next == list) return false;
   list = std::move(next);
   return true;

@@ -21,7 +21,7 @@ class AgentStatus {
   void set_ready(bool ready);
   // Replaces the entry with the same name, or adds it.
   void set_driver(systemd_bus::DriverStatus driver);
-  // Replaces every device / claim of `driver`.
+  // Replaces every device / claim of `driver` (every row of `claims` is one of `driver`'s).
   void set_devices(const std::string& driver, std::vector<systemd_bus::DeviceStatus> devices);
   void set_claims(const std::string& driver, const systemd_bus::ClaimRows& claims);
   void set_imex(systemd_bus::ImexStatus imex);

@@ -8,7 +8,7 @@
 // re-encodes every claim, two saves: the encoding before issue #33) and "floor" (writing and fsyncing
 // the same bytes once, and twice, with no encoding at all: what one JSON file rewritten per commit
 // costs whatever the encoder does). Writes JSON to stdout; a benchmark, not a test.
-// Run: build/bench/claims/claims_checkpoint_scale_bench [--rounds N] [--dir D]
+// Run: build/bench/claims/claims_checkpoint_scale_bench [--rounds N] [--dir D] [--claims N (one point)]
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -22,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <vector>
 
 #include "agent/claims/checkpoint/checkpoint_committer.hpp"
 #include "agent/claims/checkpoint/checkpoint_file_store.hpp"
@@ -151,13 +152,15 @@ std::vector<double> floor_us(const std::string& dir, std::size_t size, int round
 
 int main(int argc, char** argv) {
   int rounds = 40;
+  std::vector<int> counts{1, 10, 100, 1000};
   std::string dir = std::filesystem::temp_directory_path().string() + "/nvdra-checkpoint-scale";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--claims")) counts = {std::atoi(argv[i + 1])};  // one point (for perf)
   }
   json::array points;
-  for (int held : {1, 10, 100, 1000}) {
+  for (int held : counts) {
     const Point plain = measure(dir, held, rounds, Mode::kPlain);
     const Point recorded = measure(dir, held, rounds, Mode::kRecorded);
     const Point full = measure(dir, held, std::max(5, rounds / 4), Mode::kFullEncode);

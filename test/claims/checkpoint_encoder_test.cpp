@@ -4,6 +4,8 @@
 
 #include <boost/json/parse.hpp>
 
+#include <cstdio>
+#include <functional>
 #include <random>
 
 #include "agent/claims/checkpoint/checkpoint_encoder.hpp"
@@ -179,6 +181,53 @@ TEST(CheckpointEncoder, SavesLeavePrepareStartedClaimsToWarm) {
   ASSERT_EQ(encoder.encode(cp, &none), encode_checkpoint(cp));  // uid(0) outlived a save: both spans
   EXPECT_FALSE(encoder.warm(0)) << "the save took the PrepareCompleted claim's v2 and v1 members";
   EXPECT_EQ(encoder.encode(cp, &none), encode_checkpoint(cp));
+}
+
+// Claims whose UIDs share their first characters are hashed as one span per group once each has a
+// span (warm() between saves gets them there): with random UIDs (many small groups), with UIDs
+// that share a prefix (one group, composed while it has at most kMaxGroup members, fed member by
+// member beyond), through puts, erases and state changes, the bytes stay encode_checkpoint()'s.
+TEST(CheckpointEncoder, GroupedSpansGiveTheFullEncodingsBytes) {
+  const auto random_uid = [](int i) {
+    char buf[40];
+    const uint32_t h = static_cast<uint32_t>(i) * 2654435761u;
+    std::snprintf(buf, sizeof buf, "%08x-%04x-4000-8000-%012d", h, h >> 16, i);
+    return std::string(buf);
+  };
+  const auto shared_prefix = [](int i) { return "uid-" + std::to_string(i); };
+  for (int pool : {300, 90}) {  // 90: "uid-" groups past kMaxGroup and back under it
+    for (const auto& make_uid : {std::function<std::string(int)>(random_uid), std::function<std::string(int)>(shared_prefix)}) {
+      std::mt19937 rng(static_cast<unsigned>(pool));
+      Checkpoint cp;
+      CheckpointEncoder encoder;
+      for (int round = 0; round < 120; ++round) {
+        std::vector<std::string> changed;
+        for (int n = round < 3 ? 60 : static_cast<int>(rng() % 3); n >= 0; --n) {
+          const int i = static_cast<int>(rng() % static_cast<unsigned>(pool));
+          if (rng() % 5 == 0) cp.claims.erase(make_uid(i));
+          else cp.claims[make_uid(i)] = claim(i + round, rng() % 4 ? ClaimState::kPrepareCompleted : ClaimState::kPrepareStarted);
+          changed.push_back(make_uid(i));
+        }
+        ASSERT_EQ(encoder.encode(cp, &changed), encode_checkpoint(cp)) << "pool " << pool << " round " << round;
+        encoder.warm(static_cast<int>(rng() % 40));
+      }
+      while (encoder.warm(100)) {
+      }
+      std::vector<std::string> none;
+      for (int i = 0; i < 3; ++i) ASSERT_EQ(encoder.encode(cp, &none), encode_checkpoint(cp)) << "pool " << pool;
+    }
+  }
+}
+
+// Composing spans equals the span of the concatenated bytes, from every state.
+TEST(ChecksumSpan, ComposedSpansEqualTheSpanOfTheirBytes) {
+  const std::string a = R"("uid-1":{"a":1})", b = R"("uid-2":{"b":"\u003c"})";
+  SpanComposer composer;
+  composer.feed(ChecksumSpan(a));
+  composer.feed(",");
+  composer.feed(ChecksumSpan(b));
+  const ChecksumSpan composed = composer.finish(), plain(a + "," + b);
+  for (uint32_t h : {0u, 1u, 255u, 256u, 0x811c9dc5u, 0xdeadbeefu, 0xffffffffu}) EXPECT_EQ(composed.apply(h), plain.apply(h)) << h;
 }
 
 }  // namespace

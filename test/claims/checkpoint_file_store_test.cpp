@@ -62,6 +62,29 @@ TEST(FileCheckpointStore, SavedCheckpointLoadsBackFromAnotherStore) {
   EXPECT_EQ(names(tmp.path()), (std::vector<std::string>{"checkpoint.json", "cp.lock"})) << "no temp files left";
 }
 
+// A save writes the encoder's pieces (each claim's members, the commas, the skeleton) without
+// joining them: with more pieces than one writev takes (IOV_MAX), the file is still every byte.
+TEST(FileCheckpointStore, ManyClaimsAreWrittenWholeAcrossWrites) {
+  TempDir tmp;
+  auto store = FileCheckpointStore::open({tmp.path()}).value();
+  Checkpoint cp = sample();
+  std::vector<std::string> changed;
+  for (int i = 0; i < 700; ++i) {  // ~2,800 pieces
+    CheckpointedClaim c;
+    c.name = "claim-" + std::to_string(i);
+    c.ns = "default";
+    c.state = ClaimState::kPrepareCompleted;
+    cp.claims["uid-" + std::to_string(i)] = c;
+    changed.push_back("uid-" + std::to_string(i));
+  }
+  ASSERT_TRUE(store->save(sample()).ok());
+  ASSERT_TRUE(store->save_changed(cp, changed).ok());
+  EXPECT_EQ(read(tmp.path() + "/checkpoint.json"), encode_checkpoint(cp));
+  auto decoded = decode_checkpoint(read(tmp.path() + "/checkpoint.json"), "checkpoint.json");
+  ASSERT_TRUE(decoded.ok()) << decoded.error().message;
+  EXPECT_EQ(*decoded, cp);
+}
+
 TEST(FileCheckpointStore, SavesAndFsyncsAreReportedForTheMetricsPage) {
   struct Recorder : metrics::Sink {
     std::vector<std::string> events;

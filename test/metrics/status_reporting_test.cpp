@@ -89,13 +89,54 @@ TEST(StatusReportingHandler, UntouchedRowsAreSharedWithThePreviousSnapshot) {
   EXPECT_TRUE(testing::run_awaitable(io, h.prepare({"ns", "gpu-1", "uid-1"})).ok());
   io.restart();
   io.run();
-  const auto& after = status.snapshot().claims.shared();
+  const auto& after = status.snapshot().claims;
   ASSERT_EQ(after.size(), 3u);
-  EXPECT_EQ(after[0]->uid, "uid-cd");
-  EXPECT_EQ(after[0].get(), before.claims.shared()[0].get());
-  EXPECT_EQ(after[1]->uid, "uid-0");
-  EXPECT_EQ(after[1].get(), before.claims.shared()[1].get());
-  EXPECT_EQ(after[2]->uid, "uid-1");
+  EXPECT_EQ(after[0].uid, "uid-cd");
+  EXPECT_EQ(after.row(0).get(), before.claims.row(0).get());
+  EXPECT_EQ(after.parts()[0].get(), before.claims.parts()[0].get()) << "the other driver's list itself";
+  EXPECT_EQ(after[1].uid, "uid-0");
+  EXPECT_EQ(after.row(1).get(), before.claims.row(1).get());
+  EXPECT_EQ(after[2].uid, "uid-1");
+}
+
+// The rows are published as lists per UID prefix: a call makes the list of its claim's prefix again
+// and the snapshot shares every other list; a prefix whose last claim went has no list, and a
+// claim the checkpoint gained behind the handler's back lists every prefix again.
+TEST(StatusReportingHandler, ACallListsAgainOnlyItsClaimsPrefix) {
+  boost::asio::io_context io;
+  claims::Checkpoint cp;
+  for (const char* uid : {"0a-1", "0a-2", "7f-1", "c3-1", "c"}) cp.claims[uid] = completed(uid);
+  CheckpointWritingHandler inner;
+  inner.cp = &cp;
+  status::AgentStatus status("v", "node-a");
+  StatusReportingHandler h(io.get_executor(), "gpu.nvidia.com", inner, status, [&cp] { return &cp; });
+  h.refresh();
+  const auto call = [&](auto awaitable) {
+    EXPECT_TRUE(testing::run_awaitable(io, std::move(awaitable)).ok());
+    io.restart();
+    io.run();
+  };
+  using Rows = std::vector<std::pair<std::string, std::vector<std::string>>>;
+  const auto before = status.snapshot().claims;
+  ASSERT_EQ(before.parts().size(), 4u) << "c, 0a, 7f, c3";
+  call(h.prepare({"ns", "7f-2", "7f-2"}));
+  const auto after = status.snapshot().claims;
+  ASSERT_EQ(after.parts().size(), 4u);
+  EXPECT_EQ(after.parts()[0], before.parts()[0]);
+  EXPECT_NE(after.parts()[1], before.parts()[1]) << "7f: listed again";
+  EXPECT_EQ(after.parts()[2], before.parts()[2]);
+  EXPECT_EQ(after.parts()[3], before.parts()[3]);
+  EXPECT_EQ(rows(status), (Rows{{"0a-1", {"0a-1"}}, {"0a-2", {"0a-2"}}, {"7f-1", {"7f-1"}}, {"7f-2", {"7f-2"}},
+                                {"c", {"c"}}, {"c3-1", {"c3-1"}}}));
+
+  call(h.unprepare({"ns", "c", "c"}));
+  EXPECT_EQ(status.snapshot().claims.parts().size(), 3u) << "no list left for c";
+  EXPECT_EQ(status.snapshot().claims.size(), 5u);
+
+  cp.claims["ff-1"] = completed("ff-1");  // behind the handler's back
+  call(h.unprepare({"ns", "0a-1", "0a-1"}));
+  EXPECT_EQ(rows(status), (Rows{{"0a-2", {"0a-2"}}, {"7f-1", {"7f-1"}}, {"7f-2", {"7f-2"}}, {"c3-1", {"c3-1"}},
+                                {"ff-1", {"ff-1"}}}));
 }
 
 // Rows are compared by content: new rows equal to the old ones are no change (no listener call,
@@ -114,6 +155,35 @@ TEST(AgentStatusClaims, EqualRowsAreNoChangeAndADifferentRowIs) {
   status.set_claims("gpu.nvidia.com", systemd_bus::ClaimRows{moved});
   EXPECT_EQ(changes, 2);
   EXPECT_EQ(status.snapshot().claims[0].state, "PrepareStarted");
+}
+
+// A list is immutable once another holds it: a copy never sees the original's later rows, and a
+// list of several parts equals one of a single part with the same rows.
+TEST(ClaimRows, SharedPartsNeverChangeAndContentDecidesEquality) {
+  using systemd_bus::ClaimRows;
+  using systemd_bus::ClaimStatus;
+  const ClaimStatus r0{"uid-0", "ns", "a", "gpu.nvidia.com", "PrepareCompleted", {"gpu-0"}};
+  const ClaimStatus r1{"uid-1", "ns", "b", "gpu.nvidia.com", "PrepareStarted", {}};
+  ClaimRows a{r0};
+  const ClaimRows copy = a;
+  a.push_back(r1);
+  EXPECT_EQ(copy.size(), 1u);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a.parts().size(), 2u) << "the shared first part was not grown";
+  EXPECT_EQ(a.row(0).get(), copy.row(0).get());
+  EXPECT_EQ(a, (ClaimRows{r0, r1}));
+  EXPECT_EQ((ClaimRows{r0, r1}).parts().size(), 1u) << "a list nobody shares grows in place";
+  EXPECT_NE(a, (ClaimRows{r1, r0}));
+
+  ClaimRows gaps;  // empty parts are skipped when iterating
+  gaps.append(std::make_shared<const std::vector<systemd_bus::ClaimRow>>());
+  gaps.append(a.parts()[1]);
+  gaps.append(std::make_shared<const std::vector<systemd_bus::ClaimRow>>());
+  std::vector<std::string> uids;
+  for (const auto& row : gaps) uids.push_back(row.uid);
+  EXPECT_EQ(uids, std::vector<std::string>{"uid-1"});
+  EXPECT_EQ(gaps.size(), 1u);
+  EXPECT_EQ(gaps[0].uid, "uid-1");
 }
 
 }  // namespace

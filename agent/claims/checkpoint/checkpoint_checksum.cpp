@@ -101,6 +101,24 @@ ChecksumSpan::ChecksumSpan(std::string_view bytes, SpanPieces* pieces) {
   for (uint32_t l = 0; l < 256; ++l) add_[l] = lanes[l] - l * mul_;
 }
 
+SpanComposer::SpanComposer() {
+  for (uint32_t l = 0; l < 256; ++l) lanes_[l] = l;
+}
+
+void SpanComposer::feed(std::string_view bytes) { step_bytes(lanes_, mul_, bytes); }
+
+void SpanComposer::feed(const ChecksumSpan& span) {
+  for (auto& h : lanes_) h = span.apply(h);
+  mul_ *= span.mul_;
+}
+
+ChecksumSpan SpanComposer::finish() const {
+  ChecksumSpan out;
+  out.mul_ = mul_;
+  for (uint32_t l = 0; l < 256; ++l) out.add_[l] = lanes_[l] - l * mul_;
+  return out;
+}
+
 const ChecksumSpan* SpanPieces::find_or_note(std::string_view piece) {
   if (auto it = kept_.find(piece); it != kept_.end()) return &it->second;
   const std::size_t h = std::hash<std::string_view>{}(piece);

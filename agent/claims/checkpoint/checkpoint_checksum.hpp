@@ -13,7 +13,9 @@
 // Spans compose: a span of pieces is its pieces' spans applied in turn to each of the 256 lanes, and
 // applying one costs about what stepping 2-3 bytes does. SpanPieces keeps the spans of pieces that
 // recur (the JSON between two string values of a claim's entry is the same in every claim), so a
-// claim's span steps through its own values only.
+// claim's span steps through its own values only. SpanComposer joins spans and bytes into one span:
+// the encoder keeps one span per group of claims, so a save applies a few hundred spans, not one per
+// claim and section.
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -25,6 +27,7 @@
 namespace nvdra::claims {
 
 class SpanPieces;
+class SpanComposer;
 
 class ChecksumSpan {
  public:
@@ -36,8 +39,23 @@ class ChecksumSpan {
   uint32_t apply(uint32_t h) const { return h * mul_ + add_[h & 0xFFu]; }
 
  private:
+  friend class SpanComposer;
   uint32_t mul_ = 1;
   std::array<uint32_t, 256> add_{};
+};
+
+// The span of spans and bytes fed one after another (the bytes, too, after at least one other byte
+// of the stream): what ChecksumSpan of their concatenation would be, at ~256 steps per span fed.
+class SpanComposer {
+ public:
+  SpanComposer();
+  void feed(std::string_view bytes);
+  void feed(const ChecksumSpan& span);
+  ChecksumSpan finish() const;
+
+ private:
+  std::array<uint32_t, 256> lanes_;  // where each starting low byte has got to
+  uint32_t mul_ = 1;
 };
 
 // The spans of pieces seen at least twice, at most kMaxKept of them (a piece is kept at its second

@@ -3,13 +3,18 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <span>
+#include <vector>
 
 #include "agent/base/crash_point.hpp"
 
@@ -49,12 +54,30 @@ class Fd {
   int fd_;
 };
 
-Status write_all(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
+// The pieces one after another, IOV_MAX at a time: the file's bytes are never joined in memory.
+Status write_all(int fd, std::span<const std::string_view> pieces, const std::string& path) {
+  std::vector<iovec> iov;
+  iov.reserve(std::min<std::size_t>(pieces.size(), IOV_MAX));
+  std::size_t next = 0, skip = 0;  // the first piece not written whole, and how much of it is
+  while (next < pieces.size()) {
+    iov.clear();
+    for (std::size_t i = next; i < pieces.size() && iov.size() < IOV_MAX; ++i) {
+      const std::string_view p = i == next ? pieces[i].substr(skip) : pieces[i];
+      iov.push_back(iovec{const_cast<char*>(p.data()), p.size()});
+    }
+    ssize_t n = ::writev(fd, iov.data(), static_cast<int>(iov.size()));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return io_error("cannot write", path, errno);
-    data.remove_prefix(static_cast<std::size_t>(n));
+    for (auto left = static_cast<std::size_t>(n); next < pieces.size();) {  // past what was written
+      const std::size_t rest = pieces[next].size() - skip;
+      if (left < rest) {
+        skip += left;
+        break;
+      }
+      left -= rest;
+      ++next;
+      skip = 0;
+    }
   }
   return {};
 }
@@ -177,13 +200,13 @@ Result<LoadedCheckpoint> FileCheckpointStore::load() {
 }
 
 Status FileCheckpointStore::save(const Checkpoint& checkpoint) {
-  auto status = save_bytes(encoder_.encode(checkpoint, nullptr));
+  auto status = save_pieces(encoder_.encode_pieces(checkpoint, nullptr));
   if (!status) encoder_.reset();  // the caller's next `changed` is relative to what is on disk
   return status;
 }
 
 Status FileCheckpointStore::save_changed(const Checkpoint& checkpoint, const std::vector<std::string>& changed) {
-  auto status = save_bytes(encoder_.encode(checkpoint, &changed));
+  auto status = save_pieces(encoder_.encode_pieces(checkpoint, &changed));
   if (!status) encoder_.reset();
   return status;
 }
@@ -199,6 +222,11 @@ Status FileCheckpointStore::fsync_fd(int fd, const std::string& what) {
 }
 
 Status FileCheckpointStore::save_bytes(const std::string& bytes) {
+  const std::string_view whole = bytes;
+  return save_pieces(std::span(&whole, 1));
+}
+
+Status FileCheckpointStore::save_pieces(std::span<const std::string_view> pieces) {
   const std::string temp = options_.dir + "/." + options_.file_name + std::string(kTempMarker) +
                            std::to_string(::getpid()) + "." + std::to_string(temp_counter_++);
   Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
@@ -212,7 +240,7 @@ Status FileCheckpointStore::save_bytes(const std::string& bytes) {
     ::unlink(temp.c_str());  // nothing half-written stays
     return saving(std::move(e));
   };
-  if (auto s = write_all(fd.get(), bytes, temp); !s) return fail(s.error());
+  if (auto s = write_all(fd.get(), pieces, temp); !s) return fail(s.error());
   if (auto s = fsync_fd(fd.get(), temp); !s) return fail(s.error());
   if (::close(fd.release()) != 0) return fail(io_error("cannot close", temp, errno));
   crash_point("checkpoint.after-temp-write");  // the new content whole on disk, under its temp name

@@ -20,7 +20,9 @@
 // sweeps temp files left by a writer that died.
 #include <atomic>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "agent/base/metrics_sink.hpp"
 #include "agent/claims/checkpoint/checkpoint_encoder.hpp"
@@ -71,6 +73,7 @@ class FileCheckpointStore final : public CheckpointStore {
 
  private:
   FileCheckpointStore(FileCheckpointStoreOptions options, int lock_fd);
+  Status save_pieces(std::span<const std::string_view> pieces);  // their bytes, one after another
   Status fsync_fd(int fd, const std::string& what);
   std::string aside_path(std::string_view why) const;
   Status sync_dir();
