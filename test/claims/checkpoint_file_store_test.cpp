@@ -62,8 +62,9 @@ TEST(FileCheckpointStore, SavedCheckpointLoadsBackFromAnotherStore) {
   EXPECT_EQ(names(tmp.path()), (std::vector<std::string>{"checkpoint.json", "cp.lock"})) << "no temp files left";
 }
 
-// A save writes the encoder's pieces (each claim's members, the commas, the skeleton) without
-// joining them: with more pieces than one writev takes (IOV_MAX), the file is still every byte.
+// A save writes the encoder's pieces (each claim's members, the commas, the skeleton) through a
+// buffer, without joining them: with many buffers' worth of pieces, and a piece larger than the
+// buffer (a claim with a 100,000-character name), the file is still every byte, in order.
 TEST(FileCheckpointStore, ManyClaimsAreWrittenWholeAcrossWrites) {
   TempDir tmp;
   auto store = FileCheckpointStore::open({tmp.path()}).value();
@@ -77,6 +78,7 @@ TEST(FileCheckpointStore, ManyClaimsAreWrittenWholeAcrossWrites) {
     cp.claims["uid-" + std::to_string(i)] = c;
     changed.push_back("uid-" + std::to_string(i));
   }
+  cp.claims["uid-350"].name = std::string(100'000, 'n');
   ASSERT_TRUE(store->save(sample()).ok());
   ASSERT_TRUE(store->save_changed(cp, changed).ok());
   EXPECT_EQ(read(tmp.path() + "/checkpoint.json"), encode_checkpoint(cp));

@@ -3,17 +3,15 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "agent/base/crash_point.hpp"
@@ -54,32 +52,34 @@ class Fd {
   int fd_;
 };
 
-// The pieces one after another, IOV_MAX at a time: the file's bytes are never joined in memory.
-Status write_all(int fd, std::span<const std::string_view> pieces, const std::string& path) {
-  std::vector<iovec> iov;
-  iov.reserve(std::min<std::size_t>(pieces.size(), IOV_MAX));
-  std::size_t next = 0, skip = 0;  // the first piece not written whole, and how much of it is
-  while (next < pieces.size()) {
-    iov.clear();
-    for (std::size_t i = next; i < pieces.size() && iov.size() < IOV_MAX; ++i) {
-      const std::string_view p = i == next ? pieces[i].substr(skip) : pieces[i];
-      iov.push_back(iovec{const_cast<char*>(p.data()), p.size()});
-    }
-    ssize_t n = ::writev(fd, iov.data(), static_cast<int>(iov.size()));
+Status write_bytes(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return io_error("cannot write", path, errno);
-    for (auto left = static_cast<std::size_t>(n); next < pieces.size();) {  // past what was written
-      const std::size_t rest = pieces[next].size() - skip;
-      if (left < rest) {
-        skip += left;
-        break;
-      }
-      left -= rest;
-      ++next;
-      skip = 0;
-    }
+    data.remove_prefix(static_cast<std::size_t>(n));
   }
   return {};
+}
+
+// The pieces one after another, gathered in `buffer` and written a buffer at a time (a piece as
+// large as the buffer goes straight through): the file's bytes are never joined in memory, and the
+// kernel gets a few large writes. Measured at 1,000 claims on tmpfs, one writev of the ~4,000
+// pieces cost the kernel 0.3-0.5 ms more a save than writing the same bytes joined (issue #33).
+Status write_all(int fd, std::span<const std::string_view> pieces, const std::string& path, std::vector<char>& buffer) {
+  std::size_t used = 0;
+  const auto flush = [&] { return write_bytes(fd, std::string_view(buffer.data(), std::exchange(used, 0)), path); };
+  for (const std::string_view p : pieces) {
+    if (used + p.size() > buffer.size())
+      if (auto s = flush(); !s) return s;
+    if (p.size() >= buffer.size()) {
+      if (auto s = write_bytes(fd, p, path); !s) return s;
+      continue;
+    }
+    std::memcpy(buffer.data() + used, p.data(), p.size());
+    used += p.size();
+  }
+  return flush();
 }
 
 Result<std::optional<std::string>> read_file(const std::string& path) {
@@ -240,7 +240,8 @@ Status FileCheckpointStore::save_pieces(std::span<const std::string_view> pieces
     ::unlink(temp.c_str());  // nothing half-written stays
     return saving(std::move(e));
   };
-  if (auto s = write_all(fd.get(), pieces, temp); !s) return fail(s.error());
+  if (write_buffer_.empty()) write_buffer_.resize(kWriteBuffer);
+  if (auto s = write_all(fd.get(), pieces, temp, write_buffer_); !s) return fail(s.error());
   if (auto s = fsync_fd(fd.get(), temp); !s) return fail(s.error());
   if (::close(fd.release()) != 0) return fail(io_error("cannot close", temp, errno));
   crash_point("checkpoint.after-temp-write");  // the new content whole on disk, under its temp name
