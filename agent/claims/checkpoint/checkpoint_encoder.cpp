@@ -80,7 +80,11 @@ void CheckpointEncoder::erase(const std::string& uid) {
   order_.erase(position(uid));
   members_.erase(it);
   unspanned_.erase(uid);
-  stale(uid);
+  const std::string_view prefix = prefix_of(uid);
+  if (const auto next = members_.lower_bound(prefix); next != members_.end() && prefix_of(next->first) == prefix)
+    stale(uid);
+  else if (const auto g = groups_.find(prefix); g != groups_.end())
+    groups_.erase(g);  // its last member: a group exists while it has members
 }
 
 void CheckpointEncoder::refresh(const Checkpoint& cp, const std::vector<std::string>* changed) {
@@ -174,7 +178,7 @@ void CheckpointEncoder::feed_group(GoChecksum& sum, Group& group, std::string_vi
     group.stale[section] = false;
     return feed_group(sum, group, prefix, section, first);
   }
-  group.stale[section] = count > 0;  // an empty group stays current: nothing to feed
+  group.stale[section] = count > 0;  // with no member in this section it stays current: nothing to feed
   for (auto it = begin; it != end; ++it) {
     const Member& m = it->second.section[section];
     if (m.bytes.empty()) continue;
@@ -191,11 +195,7 @@ uint32_t CheckpointEncoder::checksum(std::string_view skeleton, int section) {
   sum.feed(skeleton.substr(0, at));
   sum.feed("{");
   bool first = true;
-  for (auto g = groups_.begin(); g != groups_.end();) {
-    feed_group(sum, g->second, g->first, section, first);
-    const bool empty = !g->second.stale[kV2] && !g->second.stale[kV1] && !g->second.span[kV2] && !g->second.span[kV1];
-    g = empty && section == kV1 ? groups_.erase(g) : std::next(g);  // no member left in either section
-  }
+  for (auto& [prefix, group] : groups_) feed_group(sum, group, prefix, section, first);
   sum.feed("}");
   sum.feed(skeleton.substr(at + kSlot.size()));
   return sum.finish();

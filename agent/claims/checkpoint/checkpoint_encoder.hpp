@@ -25,9 +25,8 @@
 // claim and section, each a cache miss at 1,000 claims. A group of over kMaxGroup members (UIDs that
 // are not random) is fed member by member, as before.
 //
-// The bytes come as pieces (encode_pieces: views of the cached members and the skeleton) for a
-// gathered write, so a save does not first copy the whole file into one string (the same speed as
-// one write, without a transient buffer the size of the file).
+// The bytes come as pieces (encode_pieces: views of the cached members and the skeleton), so a save
+// does not first copy the whole file into one string (the store writes them through a small buffer).
 //
 // Not thread-safe: one caller at a time (the store's save() contract).
 #include <map>
