@@ -29,6 +29,7 @@ import http.client
 import json
 import os
 import resource
+import select
 import statistics
 import subprocess
 import sys
@@ -159,6 +160,57 @@ def floor_round(node, root, by_driver, cpu=None):
     return ms
 
 
+class NativeFloor:
+    """The floor as a process of its own (bench/kubelet/start_floor.cpp): exec'd each round, it registers
+    both drivers with the kubelet double and creates the same slices as the Python floor, paying what
+    that floor's running process does not: exec, the loader, OpenSSL's and gRPC's initialisation."""
+
+    def __init__(self, build_dir, root, node, by_driver):
+        self.binary = os.path.join(build_dir, "bench", "kubelet", "kubelet_start_floor")
+        if not os.access(self.binary, os.X_OK):
+            raise SystemExit(f"{self.binary} is missing: build the target kubelet_start_floor")
+        self.root, self.node, self.drivers = root, node, list(by_driver)
+        self.files = {}
+        for driver, bodies in by_driver.items():
+            self.files[driver] = os.path.join(root, f"floor-{driver}.jsonl")
+            with open(self.files[driver], "w") as f:
+                f.writelines(json.dumps(body) + "\n" for body in bodies)
+
+    def round(self, cpu=None):
+        """One start of the native floor: milliseconds from spawn to its "done" (both drivers registered,
+        every slice stored); its CPU split goes to `cpu` (a list) when given."""
+        from kubelet_double import KubeletDouble
+        api = self.node.api
+        api.delete_matching("resource.k8s.io/v1", "resourceslices", f"spec.nodeName={FLOOR_NODE}")
+        registrar = tempfile.mkdtemp(prefix="registry-", dir=self.root)
+        plugins = tempfile.mkdtemp(prefix="plugins-", dir=self.root)
+        args = [self.binary, "--registrar", registrar, "--plugins", plugins, "--server", api.url,
+                "--ca", api.ca_file, "--token", api.token_file]
+        for driver in self.drivers:
+            args += ["--driver", f"{driver}={self.files[driver]}"]
+        meter = CpuMeter(api) if cpu is not None else None
+        t0 = time.monotonic()
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE)
+        kubelet = KubeletDouble(registrar)
+        try:
+            kubelet.wait_for_plugins(self.drivers, timeout=30)
+            line = proc.stdout.readline().split() if select.select([proc.stdout], [], [], 30)[0] else []
+            if len(line) != 2 or line[0] != b"done":
+                raise RuntimeError(f"kubelet_start_floor did not finish (exit {proc.poll()})")
+            ms = (time.monotonic() - t0) * 1000
+            if meter:
+                cpu.append(meter.done(int(line[1]) / 1000))
+            if proc.wait(timeout=30) != 0:
+                raise RuntimeError(f"kubelet_start_floor exited {proc.returncode}")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+            kubelet.close()
+        return ms
+
+
 def nvdra_round(node, cpu=None):
     node.api.delete_matching("resource.k8s.io/v1", "resourceslices", f"spec.nodeName={node.node}")
     meter = CpuMeter(node.api) if cpu is not None else None
@@ -198,22 +250,30 @@ def measure(args):
         by_driver = {}
         for body in floor_slices(slices, uid):
             by_driver.setdefault(body["spec"]["driver"], []).append(body)
-        nv, fl, ex, nv_cpu, fl_cpu = [], [], [], [], []
+        native = NativeFloor(os.environ["NVDRA_BINARY_DIR"], root, node, by_driver)
+        native.round()  # the same warming for the native floor's binary
+        nv, fl, nf, ex, nv_cpu, fl_cpu, nf_cpu = [], [], [], [], [], [], []
         for _ in range(args.rounds):
             nv.append(nvdra_round(node, nv_cpu))
             fl.append(floor_round(node, root, by_driver, fl_cpu))
+            nf.append(native.round(nf_cpu))
             ex.append(exec_round())
         devices = sum(len(s["spec"].get("devices", [])) for s in slices)
         med_nv, med_fl, med_ex = statistics.median(nv), statistics.median(fl), statistics.median(ex)
+        med_nf = statistics.median(nf)
         return {"profile": f"{args.dynamic_mig_gpus or args.gpus} x H100" + (" DynamicMIG" if mig else ""),
                 "devices": devices, "slices": len(slices), "rounds": args.rounds,
                 "nvdra_start_ms": [round(x, 1) for x in nv], "floor_ms": [round(x, 1) for x in fl],
                 "nvdra_start_p50_ms": round(med_nv, 1), "floor_p50_ms": round(med_fl, 1),
                 "nvdra_over_floor": round(med_nv / med_fl, 2), "exec_ms": [round(x, 1) for x in ex],
                 "exec_p50_ms": round(med_ex, 1), "nvdra_over_floor_with_exec": round(med_nv / (med_fl + med_ex), 2),
-                "cpu_ms": {"nvdra": cpu_medians(nv_cpu), "floor": cpu_medians(fl_cpu)},
+                "native_floor_ms": [round(x, 1) for x in nf], "native_floor_p50_ms": round(med_nf, 1),
+                "nvdra_over_native_floor": round(med_nv / med_nf, 2),
+                "cpu_ms": {"nvdra": cpu_medians(nv_cpu), "floor": cpu_medians(fl_cpu),
+                           "native_floor": cpu_medians(nf_cpu)},
                 "cores_busy": {"nvdra": round(statistics.median(c["total"] for c in nv_cpu) / med_nv, 2),
-                               "floor": round(statistics.median(c["total"] for c in fl_cpu) / med_fl, 2)},
+                               "floor": round(statistics.median(c["total"] for c in fl_cpu) / med_fl, 2),
+                               "native_floor": round(statistics.median(c["total"] for c in nf_cpu) / med_nf, 2)},
                 "agent_args": args.agent_args}
     finally:
         node.cleanup()

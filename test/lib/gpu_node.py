@@ -51,8 +51,9 @@ class RemoteApiDouble:
         with open(ready) as f:
             info = json.load(f)
         self.url, self.kubeconfig = info["url"], info["kubeconfig"]
-        self.ctx = ssl.create_default_context(cafile=os.path.join(directory, "ca.crt"))
-        with open(os.path.join(directory, "token")) as f:
+        self.ca_file, self.token_file = os.path.join(directory, "ca.crt"), os.path.join(directory, "token")
+        self.ctx = ssl.create_default_context(cafile=self.ca_file)
+        with open(self.token_file) as f:
             self.token = f.read().strip()
 
     def _call(self, method, path, body=None):

@@ -1,0 +1,227 @@
+// kubelet_start_floor — the least a start of a node's DRA plugins must do, as a process of its own
+// (issue #33 item 5): serve each driver's registration and DRA sockets (grpc++, one server per driver,
+// answering only kubelet's Registration service), let kubelet register them, and meanwhile create the
+// drivers' ResourceSlices on the API server over one TLS connection per driver (Beast and OpenSSL, the
+// server's CA trusted, its address verified, as the agent does). bench/scenario/start_floor.py execs it
+// in the same run as nvdra's start and its Python floor: unlike that floor, whose process is already
+// running with a TLS context built, this one pays what every start pays before its first request
+// (exec, the dynamic loader, OpenSSL's initialisation and first context, gRPC's), and nothing more:
+// no Node, version or slice reads, no NVML, no checkpoint, no CDI.
+//
+//   kubelet_start_floor --registrar DIR --plugins DIR --server https://HOST:PORT --ca FILE --token FILE
+//                       --driver NAME=BODIES [--driver NAME=BODIES ...]
+//
+// BODIES: one ResourceSlice per line, JSON as POSTed. Prints "done <its CPU so far, µs>" once every
+// driver is registered and every slice created (201), then shuts down; any failure: exit 1, the
+// reason on stderr.
+#include <grpcpp/grpcpp.h>
+#include <sys/resource.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <boost/url/parse.hpp>
+// Debian ships Boost.URL without its compiled library (as in k8s/server_url.cpp).
+#include <boost/url/src.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <latch>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/kubelet/proto/registration.grpc.pb.h"
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+struct Driver {
+  std::string name, bodies_file;
+};
+
+struct Args {
+  std::string registrar, plugins, server, ca_file, token_file;
+  std::vector<Driver> drivers;
+};
+
+// From any thread: _Exit, so no static destructor runs under gRPC's threads.
+[[noreturn]] void die(const std::string& why) {
+  std::fprintf(stderr, "kubelet_start_floor: %s\n", why.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) die("cannot read " + path);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) die("cannot read " + path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(std::move(line));
+  return lines;
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--registrar") a.registrar = value;
+    else if (flag == "--plugins") a.plugins = value;
+    else if (flag == "--server") a.server = value;
+    else if (flag == "--ca") a.ca_file = value;
+    else if (flag == "--token") a.token_file = value;
+    else if (flag == "--driver" && value.find('=') != std::string::npos)
+      a.drivers.push_back({value.substr(0, value.find('=')), value.substr(value.find('=') + 1)});
+    else die("unknown flag or value: " + flag + " " + value);
+  }
+  if (a.registrar.empty() || a.plugins.empty() || a.server.empty() || a.ca_file.empty() || a.token_file.empty() ||
+      a.drivers.empty())
+    die("usage: --registrar DIR --plugins DIR --server URL --ca FILE --token FILE --driver NAME=BODIES...");
+  return a;
+}
+
+// Kubelet's side of registration (GetInfo, then NotifyRegistrationStatus); a registered driver counts
+// the latch down once.
+class Registration final : public pluginregistration::Registration::CallbackService {
+ public:
+  Registration(std::string driver, std::string endpoint, std::latch& done)
+      : driver_(std::move(driver)), endpoint_(std::move(endpoint)), done_(done) {}
+
+  grpc::ServerUnaryReactor* GetInfo(grpc::CallbackServerContext* context, const pluginregistration::InfoRequest*,
+                                    pluginregistration::PluginInfo* reply) override {
+    reply->set_type("DRAPlugin");
+    reply->set_name(driver_);
+    reply->set_endpoint(endpoint_);
+    reply->add_supported_versions("v1.DRAPlugin");
+    auto* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* NotifyRegistrationStatus(grpc::CallbackServerContext* context,
+                                                     const pluginregistration::RegistrationStatus* status,
+                                                     pluginregistration::RegistrationStatusResponse*) override {
+    if (!status->plugin_registered()) die("kubelet rejected " + driver_ + ": " + status->error());
+    done_.count_down();
+    auto* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+ private:
+  std::string driver_, endpoint_;
+  std::latch& done_;
+};
+
+struct Served {
+  std::unique_ptr<Registration> service;
+  std::unique_ptr<grpc::Server> server;
+};
+
+// One server per driver on both of its sockets: the DRA socket is where kubelet would call next.
+Served serve(const Args& a, const Driver& d, std::latch& done) {
+  const std::string endpoint = a.plugins + "/" + d.name + ".sock";
+  Served s{std::make_unique<Registration>(d.name, endpoint, done), nullptr};
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + endpoint, grpc::InsecureServerCredentials());
+  builder.AddListeningPort("unix:" + a.registrar + "/" + d.name + "-reg.sock", grpc::InsecureServerCredentials());
+  builder.RegisterService(s.service.get());
+  s.server = builder.BuildAndStart();
+  if (!s.server) die("cannot serve " + endpoint);
+  return s;
+}
+
+struct Server {
+  std::string host, port;
+};
+
+Server server_of(const std::string& url) {
+  auto parsed = boost::urls::parse_uri(url);
+  if (!parsed || parsed->scheme() != "https" || !parsed->has_port()) die("--server: want https://HOST:PORT, got " + url);
+  return {std::string(parsed->host_address()), std::string(parsed->port())};
+}
+
+// Creates `bodies` one after another on one keep-alive connection; every answer must be 201.
+void create_all(ssl::context& tls, const Server& server, const std::string& token,
+                const std::vector<std::string>& bodies) {
+  asio::io_context io;
+  beast::ssl_stream<beast::tcp_stream> stream(io, tls);
+  stream.set_verify_callback(ssl::host_name_verification(server.host));
+  tcp::resolver resolver(io);
+  beast::get_lowest_layer(stream).connect(
+      resolver.resolve(server.host, server.port, tcp::resolver::numeric_host | tcp::resolver::numeric_service));
+  beast::get_lowest_layer(stream).socket().set_option(tcp::no_delay(true));
+  stream.handshake(ssl::stream_base::client);
+  beast::flat_buffer buffer;
+  for (const auto& body : bodies) {
+    http::request<http::string_body> req{http::verb::post, "/apis/resource.k8s.io/v1/resourceslices", 11};
+    req.set(http::field::host, server.host + ":" + server.port);
+    req.set(http::field::authorization, "Bearer " + token);
+    req.set(http::field::content_type, "application/json");
+    req.body() = body;
+    req.prepare_payload();
+    http::write(stream, req);
+    http::response<http::string_body> res;
+    http::read(stream, buffer, res);
+    if (res.result() != http::status::created)
+      throw std::runtime_error("create answered " + std::to_string(res.result_int()) + ": " + res.body());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  const Server server = server_of(a.server);
+  std::string token = read_file(a.token_file);
+  while (!token.empty() && (token.back() == '\n' || token.back() == ' ')) token.pop_back();
+  std::vector<std::vector<std::string>> bodies;
+  for (const auto& d : a.drivers) bodies.push_back(read_lines(d.bodies_file));
+
+  // Every driver registered and every driver's slices created.
+  std::latch done(static_cast<std::ptrdiff_t>(2 * a.drivers.size()));
+  ssl::context tls(ssl::context::tls_client);
+  tls.set_verify_mode(ssl::verify_peer);
+  const std::string ca = read_file(a.ca_file);
+  tls.add_certificate_authority(asio::buffer(ca));
+  std::vector<std::thread> writers;
+  for (const auto& slices : bodies)
+    writers.emplace_back([&, &slices = slices] {
+      try {
+        create_all(tls, server, token, slices);
+      } catch (const std::exception& e) {
+        die(std::string("creating slices: ") + e.what());
+      }
+      done.count_down();
+    });
+  std::vector<Served> served;
+  for (const auto& d : a.drivers) served.push_back(serve(a, d, done));
+  done.wait();
+  // Its CPU so far (every thread's, the writers' that ended too), for the harness's CPU split.
+  rusage used{};
+  getrusage(RUSAGE_SELF, &used);
+  const auto us = [](const timeval& t) { return static_cast<long long>(t.tv_sec) * 1000000 + t.tv_usec; };
+  std::printf("done %lld\n", us(used.ru_utime) + us(used.ru_stime));
+  std::fflush(stdout);
+  for (auto& w : writers) w.join();
+  for (auto& s : served) s.server->Shutdown();
+  return 0;
+}
