@@ -6,6 +6,7 @@ fallback: for conditions no descriptor announces, sockets in subdirectories made
 libc without inotify."""
 import ctypes
 import ctypes.util
+import functools
 import os
 import select
 
@@ -16,7 +17,10 @@ IN_NONBLOCK = os.O_NONBLOCK
 IN_CLOEXEC = os.O_CLOEXEC
 
 
+@functools.cache
 def _libc():
+    """Once per process: find_library runs `ldconfig -p` in a child process at every call, which in a
+    start bench is a fork and an exec on the cores the measured start runs on."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.inotify_init1.argtypes = [ctypes.c_int]
