@@ -10,6 +10,11 @@ imports done, so the exec and the library loading of nvdra's start are above it.
 part on its own: `nvdra-agent --version` from spawn to exit (exec, the dynamic loader, static
 initialisers, the command line), reported as `exec_p50_ms` and as a second ratio against floor + exec.
 
+The native floor (`native_floor_*`, NativeFloor): the same least a start must do as a process of its own,
+bench/kubelet/start_floor.cpp exec'd each round (grpc++ and Beast/OpenSSL linked as the agent links them), timed
+from spawn to its "done": it pays the exec, the loader and OpenSSL's and gRPC's initialisation that the Python
+floor's running process has already paid, and nothing else a plugin does. Its rounds are interleaved too.
+
 Where the time goes: each round also counts the CPU it cost (`cpu_ms`, medians): the agent's own (all its
 threads, exec to READY=1), the API double's (its process, /admin/cpu) and this process's (the kubelet
 double's registrations; for the floor also its gRPC servers and its writes). `cores_busy` is their sum over
