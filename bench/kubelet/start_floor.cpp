@@ -165,9 +165,14 @@ void create_all(ssl::context& tls, const Server& server, const std::string& toke
   asio::io_context io;
   beast::ssl_stream<beast::tcp_stream> stream(io, tls);
   stream.set_verify_callback(ssl::host_name_verification(server.host));
+  boost::system::error_code not_ip;
+  (void)asio::ip::make_address(server.host, not_ip);
+  if (not_ip) SSL_set_tlsext_host_name(stream.native_handle(), server.host.c_str());
+  // An address is not looked up (as the agent does not); a name is.
   tcp::resolver resolver(io);
   beast::get_lowest_layer(stream).connect(
-      resolver.resolve(server.host, server.port, tcp::resolver::numeric_host | tcp::resolver::numeric_service));
+      not_ip ? resolver.resolve(server.host, server.port)
+             : resolver.resolve(server.host, server.port, tcp::resolver::numeric_host | tcp::resolver::numeric_service));
   beast::get_lowest_layer(stream).socket().set_option(tcp::no_delay(true));
   stream.handshake(ssl::stream_base::client);
   beast::flat_buffer buffer;

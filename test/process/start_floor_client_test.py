@@ -44,8 +44,8 @@ class StartFloorClient(unittest.TestCase):
                     f.write(json.dumps(slice_body(driver, device)) + "\n")
             self.files.append(f"{driver}={path}")
 
-    def spawn(self, ca=None, token=None):
-        args = [CLIENT, "--registrar", self.registrar, "--plugins", self.plugins, "--server", self.api.url,
+    def spawn(self, ca=None, token=None, server=None):
+        args = [CLIENT, "--registrar", self.registrar, "--plugins", self.plugins, "--server", server or self.api.url,
                 "--ca", ca or self.api.ca_file, "--token", token or self.api.token_file]
         for spec in self.files:
             args += ["--driver", spec]
@@ -54,7 +54,14 @@ class StartFloorClient(unittest.TestCase):
         return proc
 
     def test_says_done_only_with_both_drivers_registered_and_every_slice_stored(self):
-        proc = self.spawn()
+        self.run_to_done(self.spawn())
+
+    def test_a_server_named_by_host_name_is_looked_up_and_verified_by_that_name(self):
+        # The double's certificate names 127.0.0.1 and localhost.
+        self.assertIn("127.0.0.1", self.api.url)
+        self.run_to_done(self.spawn(server=self.api.url.replace("127.0.0.1", "localhost")))
+
+    def run_to_done(self, proc):
         kubelet = KubeletDouble(self.registrar)
         self.addCleanup(kubelet.close)
         plugins = kubelet.wait_for_plugins(DRIVERS, timeout=30)
