@@ -27,6 +27,7 @@
 // Debian ships Boost.URL without its compiled library (as in k8s/server_url.cpp).
 #include <boost/url/src.hpp>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -120,7 +121,7 @@ class Registration final : public pluginregistration::Registration::CallbackServ
                                                      const pluginregistration::RegistrationStatus* status,
                                                      pluginregistration::RegistrationStatusResponse*) override {
     if (!status->plugin_registered()) die("kubelet rejected " + driver_ + ": " + status->error());
-    done_.count_down();
+    if (!registered_.exchange(true)) done_.count_down();  // a registration again (kubelet restarted) counts once
     auto* reactor = context->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
     return reactor;
@@ -129,6 +130,7 @@ class Registration final : public pluginregistration::Registration::CallbackServ
  private:
   std::string driver_, endpoint_;
   std::latch& done_;
+  std::atomic<bool> registered_{false};
 };
 
 struct Served {
