@@ -15,6 +15,7 @@
 #include "agent/drivers/node_gpus.hpp"
 #include "agent/drivers/served_fields_file.hpp"
 #include "agent/drivers/shared_server_facts.hpp"
+#include "agent/drivers/until_ready.hpp"
 #include "agent/metrics/metrics.hpp"
 #include "agent/metrics/metrics_component.hpp"
 #include "agent/health/health_component.hpp"
@@ -116,9 +117,18 @@ int App::run() {
   std::vector<std::string> driver_names;
   for (auto kind : options_.drivers) driver_names.emplace_back(config::driver_name(kind));
   metrics::Metrics metrics(options_.node_name, NVDRA_VERSION, driver_names);
+  // The slices' LIST is all a start needs to publish: their watch opens once the agent is ready, so
+  // its request and TLS handshake stay off the start (bounded like driver-managed IMEX's watches).
+  auto slice_watch_after = [&readiness, ex = io.get_executor(), log]() -> asio::awaitable<void> {
+    const bool ready = co_await drivers::until_ready(readiness, ex, drivers::kAfterReadyAtMost);
+    log->debug("watching ResourceSlices ({})",
+               ready ? std::string("the agent is ready")
+                     : fmt::format("not ready after {} s", drivers::kAfterReadyAtMost.count()));
+  };
   drivers::SharedServerFacts server_facts(
       options_.node_name,
-      std::make_shared<drivers::ServedFieldsFile>(workers, drivers::ServedFieldsFile::path_for(options_)));
+      std::make_shared<drivers::ServedFieldsFile>(workers, drivers::ServedFieldsFile::path_for(options_)),
+      slice_watch_after);
   drivers::ClientConfigCache client_configs(io.get_executor(), workers,
                                             drivers::ClientConfigCache::from_files(options_.kubeconfig));
   RunContext ctx{io.get_executor(), workers, readiness,    *notifier_,     options_, status,

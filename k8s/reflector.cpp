@@ -84,9 +84,14 @@ awaitable<void> Reflector::sleep(std::chrono::milliseconds d) {
 
 awaitable<void> Reflector::run() {
   // No co_await inside conditions: GCC 12 miscompiles those in coroutines.
+  bool waited = !options_.before_first_watch;
   for (;;) {
     const bool listed = co_await list();
     if (!listed) continue;
+    if (!waited) {
+      waited = true;
+      co_await options_.before_first_watch();
+    }
     for (;;) {
       const Next next = co_await watch();
       if (next == Next::kRelist) break;

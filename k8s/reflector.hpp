@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -45,6 +46,9 @@ struct ReflectorOptions {
   std::chrono::milliseconds backoff_cap{30000};
   // Unset: the API client's (the agent's, from --api-reconnect-spread); neither: backoff alone.
   std::shared_ptr<ReconnectPacing> reconnect_pacing;
+  // Awaited once, between the first LIST and the first WATCH: the owner's start may go first. The
+  // watch then starts from the LIST's resourceVersion, so nothing that changed meanwhile is missed.
+  std::function<boost::asio::awaitable<void>()> before_first_watch;
 };
 
 // [minimum, 2 × minimum) seconds, uniformly (client-go: minWatchTimeout * (rand.Float64() + 1.0)).

@@ -1,7 +1,6 @@
 #include "k8s/server_facts.hpp"
 
 #include <boost/asio/error.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -70,15 +69,15 @@ awaitable<ServerFacts::Facts> ServerFacts::get() {
 }
 
 awaitable<ServerFacts::Facts> ServerFacts::lookup() {
-  using namespace asio::experimental::awaitable_operators;
   ++stats_.lookups;
   Facts facts;
+  co_await identity(facts);
+  // Asked after the identity, so on the connection it used: one TLS handshake for the three
+  // questions where asking them at once took three. A start's handshakes were most of the API
+  // server's CPU for it (a fleet's agents start together), and on the start's path (issue #33).
   std::optional<ServedFields> served;
   std::string why;
-  bool retried = false;
-  co_await (identity(facts, retried) && openapi(served, why));
-  // The server was not answering when the OpenAPI lookup ran: ask again now that it does.
-  if (!served && retried) co_await openapi(served, why);
+  co_await openapi(served, why);
   if (served) {
     facts.served = *served;
   } else {
@@ -88,14 +87,14 @@ awaitable<ServerFacts::Facts> ServerFacts::lookup() {
   co_return facts;
 }
 
-awaitable<void> ServerFacts::identity(Facts& out, bool& retried) {
-  using namespace asio::experimental::awaitable_operators;
+// The version, then the Node: one request at a time, each asked until answered (with backoff).
+awaitable<void> ServerFacts::identity(Facts& out) {
   Backoff backoff(options_.backoff_base, options_.backoff_cap);
   std::optional<ServerVersion> version;
   for (;;) {
-    co_await (fetch_version(*api_, version) && fetch_node_uid(*api_, options_.node_name, out.node_uid));
+    co_await fetch_version(*api_, version);
+    if (version) co_await fetch_node_uid(*api_, options_.node_name, out.node_uid);
     if (version && !out.node_uid.empty()) break;
-    retried = true;
     co_await sleep(backoff.next());
   }
   out.version = *version;

@@ -3,9 +3,10 @@
 // server's version, the Node's uid (the slices' ownerReference) and the fields its resource.k8s.io/v1
 // serves (server_features.hpp). The agent's two drivers start together and ask the same server the
 // same questions: one ServerFacts answers both, so /version, the Node and the 0.5 MB OpenAPI
-// document are fetched once per start instead of once per driver. The questions go out at the same
-// time (the document after the /openapi/v3 index that names it). Until the version and the Node are
-// known it retries with backoff; an OpenAPI document it cannot read means the version's fields.
+// document are fetched once per start instead of once per driver. The questions go one after
+// another (the document after the /openapi/v3 index that names it), so on one connection: one TLS
+// handshake, not one per question. Until the version and the Node are known it retries with
+// backoff; an OpenAPI document it cannot read means the version's fields.
 //
 // A caller that comes while a lookup runs waits for it; one that comes within `reuse_for` of the
 // last answer gets that answer; later ones (a publisher restarted much later, perhaps after a server
@@ -55,7 +56,7 @@ class ServerFacts {
 
  private:
   boost::asio::awaitable<Facts> lookup();
-  boost::asio::awaitable<void> identity(Facts& out, bool& retried);
+  boost::asio::awaitable<void> identity(Facts& out);
   boost::asio::awaitable<void> openapi(std::optional<ServedFields>& out, std::string& why);
   boost::asio::awaitable<void> sleep(std::chrono::milliseconds d);
 

@@ -24,6 +24,7 @@ ReflectorOptions reflector_options(const SliceWatchOptions& o) {
   ro.watch_timeout = o.watch_timeout;
   ro.backoff_base = o.backoff_base;
   ro.backoff_cap = o.backoff_cap;
+  ro.before_first_watch = o.before_first_watch;
   return ro;
 }
 

@@ -14,6 +14,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -31,6 +32,9 @@ struct SliceWatchOptions {
   std::chrono::seconds watch_timeout{300};
   std::chrono::milliseconds backoff_base{500};
   std::chrono::milliseconds backoff_cap{30000};
+  // The reflector's before_first_watch: the agent opens the watch once it is ready (its start's
+  // LIST is enough to publish; the watch's TLS handshake and request then stay off the start).
+  std::function<boost::asio::awaitable<void>()> before_first_watch;
 };
 
 class SliceWatch {

@@ -23,12 +23,12 @@
 #include "agent/drivers/mode_change_cleanup.hpp"
 #include "agent/drivers/node_labels.hpp"
 #include "agent/drivers/node_gpus.hpp"
+#include "agent/drivers/until_ready.hpp"
 #include "agent/metrics/metrics.hpp"
 #include "agent/runtime/readiness.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "agent/status/agent_status.hpp"
 #include "cdi/file_spec_store.hpp"
-#include "k8s/change_signal.hpp"
 #include "imex/channel_device.hpp"
 #include "imex/channel_major.hpp"
 #include "imex/unit_policy.hpp"
@@ -237,7 +237,7 @@ boost::asio::awaitable<void> ComputeDomainBackend::run() {
   auto* h = dm.handler.get();
   // At start the watches' LISTs and TLS handshakes (2 of the start's 6) would compete with the start
   // itself for CPU and the API server; a prepare that comes before they have listed waits for them.
-  const bool ready = co_await until_ready(kWatchesAfter);
+  const bool ready = co_await until_ready(ctx_.readiness, ctx_.executor, kWatchesAfter);
   nvdra::logger("compute-domain")
       ->info("driver=compute-domain.nvidia.com watching ComputeDomains and ComputeDomainCliques ({})",
              ready ? "the agent is ready" : fmt::format("not ready after {} s", kWatchesAfter.count()));
@@ -250,17 +250,6 @@ boost::asio::awaitable<void> ComputeDomainBackend::run() {
                             label_clique(dm, ctx_.options, clique);
                             if (resources_changed_) resources_changed_(imex::driver_managed_resources());
                           }));
-}
-
-boost::asio::awaitable<bool> ComputeDomainBackend::until_ready(std::chrono::seconds at_most) {
-  if (ctx_.readiness.ready()) co_return true;
-  // The readiness keeps its callbacks until it fires: a backend gone by then must not be reached.
-  auto ready = std::make_shared<k8s::ChangeSignal>(ctx_.executor);
-  ctx_.readiness.on_ready([weak = std::weak_ptr<k8s::ChangeSignal>(ready)] {
-    if (auto r = weak.lock()) r->notify();
-  });
-  co_await ready->wait(at_most);
-  co_return ctx_.readiness.ready();
 }
 
 std::unique_ptr<DriverBackend> make_compute_domain_backend(RunContext& ctx) {

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "agent/drivers/driver_backend.hpp"
+#include "agent/drivers/until_ready.hpp"
 
 namespace nvdra::drivers {
 
@@ -32,7 +33,7 @@ class ComputeDomainBackend final : public DriverBackend {
   // cancelled.
   boost::asio::awaitable<void> run() override;
   // A start that is not ready by then (the API server refusing slices) holds the watches no longer.
-  static constexpr std::chrono::seconds kWatchesAfter{5};
+  static constexpr std::chrono::seconds kWatchesAfter = kAfterReadyAtMost;
   const claims::Checkpoint* checkpoint() const override;
 
   // The unit watcher, when --imex-check is not off and the gate is on (after start()).
@@ -49,7 +50,6 @@ class ComputeDomainBackend final : public DriverBackend {
                                                   ComputeDomainClaimOptions options);
   std::function<Status()> follow_imex_unit(Parts& parts);
   // True once the agent is ready (READY=1); false when `at_most` passed first.
-  boost::asio::awaitable<bool> until_ready(std::chrono::seconds at_most);
   RunContext& ctx_;
   std::unique_ptr<Parts> parts_;
 };

@@ -7,6 +7,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,8 +23,12 @@ class SharedServerFacts {
   static constexpr std::chrono::seconds kReuseFor{10};
 
   // `served_cache`: where the OpenAPI document's fields are kept between lookups and starts.
-  explicit SharedServerFacts(std::string node_name, std::shared_ptr<k8s::ServedFieldsCache> served_cache = nullptr)
-      : node_name_(std::move(node_name)), served_cache_(std::move(served_cache)) {}
+  // `slice_watch_after`: awaited between the slices' first LIST and their WATCH (unset: none).
+  explicit SharedServerFacts(std::string node_name, std::shared_ptr<k8s::ServedFieldsCache> served_cache = nullptr,
+                             std::function<boost::asio::awaitable<void>()> slice_watch_after = {})
+      : node_name_(std::move(node_name)),
+        served_cache_(std::move(served_cache)),
+        slice_watch_after_(std::move(slice_watch_after)) {}
 
   std::shared_ptr<k8s::ServerFacts> get(boost::asio::any_io_executor ex, std::shared_ptr<k8s::ApiServer> api) {
     if (!facts_) {
@@ -35,13 +40,18 @@ class SharedServerFacts {
   }
 
   std::shared_ptr<k8s::SliceWatch> slices(boost::asio::any_io_executor ex, std::shared_ptr<k8s::ApiServer> api) {
-    if (!slices_) slices_ = std::make_shared<k8s::SliceWatch>(std::move(ex), std::move(api), k8s::SliceWatchOptions{node_name_});
+    if (!slices_) {
+      k8s::SliceWatchOptions options{node_name_};
+      options.before_first_watch = slice_watch_after_;
+      slices_ = std::make_shared<k8s::SliceWatch>(std::move(ex), std::move(api), std::move(options));
+    }
     return slices_;
   }
 
  private:
   std::string node_name_;
   std::shared_ptr<k8s::ServedFieldsCache> served_cache_;
+  std::function<boost::asio::awaitable<void>()> slice_watch_after_;
   std::shared_ptr<k8s::ServerFacts> facts_;
   std::shared_ptr<k8s::SliceWatch> slices_;
 };

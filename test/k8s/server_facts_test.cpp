@@ -9,13 +9,16 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <algorithm>
 #include <exception>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -45,14 +48,28 @@ class FactsApi final : public ApiServer {
   bool openapi_fails = false;
   std::string hash = "B";
   int versions = 0, nodes = 0, paths = 0, documents = 0;
+  // With yield_each every request gives the loop a turn before it answers, as a real one does: two
+  // asked at once are then both in flight, which max_in_flight records.
+  bool yield_each = false;
+  int in_flight = 0, max_in_flight = 0;
+  std::vector<std::string> calls;
+
+  asio::awaitable<void> request(std::string what) {
+    calls.push_back(std::move(what));
+    max_in_flight = std::max(max_in_flight, ++in_flight);
+    if (yield_each) co_await asio::post(gate.get_executor(), asio::use_awaitable);
+    --in_flight;
+  }
 
   Api get(ResourceType type, ObjectKey key) override {
     EXPECT_EQ(type.plural, "nodes");
     EXPECT_EQ(key.name, "node-a");
+    co_await request("node");
     ++nodes;
     co_return std::string(R"({"metadata":{"name":"node-a","uid":"uid-of-node-a","resourceVersion":"1"}})");
   }
   asio::awaitable<ApiResult<ServerVersion>> version() override {
+    co_await request("version");
     ++versions;
     if (hold_version) {
       boost::system::error_code ec;
@@ -64,6 +81,7 @@ class FactsApi final : public ApiServer {
     co_return ServerVersion{1, 36, "v1.36.1"};
   }
   Api get_path(std::string path) override {
+    co_await request(path == "/openapi/v3" ? "index" : "document");
     ++paths;
     if (openapi_fails) co_return make_local_error(kReasonConnection, "connection refused");
     if (path == "/openapi/v3") co_return index_with(hash);
@@ -130,6 +148,20 @@ TEST(ServerFacts, CallersThatComeWhileALookupRunsShareIt) {
   EXPECT_EQ(f.answers[1]->version.git_version, "v1.36.1");
   EXPECT_EQ(f.answers[1]->node_uid, "uid-of-node-a");
   EXPECT_EQ(f.answers[1]->served, (ServedFields{false, true}));
+}
+
+// One question at a time: an HTTP/1.1 client then answers all of them on one connection (one TLS
+// handshake at start, not one per question).
+TEST(ServerFacts, AsksOneQuestionAtATime) {
+  Fixture f;
+  ServerFacts facts = f.make();
+  f.api->yield_each = true;
+  f.ask(facts);
+  f.io.run();
+  ASSERT_TRUE(f.answers[0]);
+  EXPECT_EQ(f.api->max_in_flight, 1);
+  EXPECT_EQ(f.api->calls, (std::vector<std::string>{"version", "node", "index", "document"}));
+  EXPECT_EQ(f.answers[0]->node_uid, "uid-of-node-a");
 }
 
 TEST(ServerFacts, ALaterCallerAsksAgainUnlessTheAnswerIsRecent) {

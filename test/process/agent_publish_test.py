@@ -71,6 +71,24 @@ class PublishesEveryProfile(unittest.TestCase):
                 self.assertEqual(code, 0, err)
                 self.assertEqual(len(self.api.writes()), writes_before, "an unchanged restart wrote to the API")
 
+    def test_a_start_asks_on_two_connections_and_watches_once_published(self):
+        # Each TLS connection is a handshake on the API server (a fleet's agents start together): the
+        # server's facts go one after another on one, the slices' LIST on another, the slices are
+        # created on those, and the slices' watch opens only once the agent is ready.
+        proc = self.run_agent_until_ready("hgx-h100", tempfile.mkdtemp(dir=self.dirs.root))
+        self.addCleanup(stop_agent, proc)
+        log = self.api.wait_for_requests(lambda log: any(r["query"].get("watch") and r["path"].endswith(
+            "/resourceslices") for r in log), timeout=30)
+        agent = [r for r in log if r["user_agent"].startswith("nvdra-agent/")]
+        watch = next(i for i, r in enumerate(agent) if r["query"].get("watch") and r["path"].endswith("/resourceslices"))
+        creates = [i for i, r in enumerate(agent) if r["method"] == "POST" and r["path"].endswith("/resourceslices")]
+        self.assertEqual(len(creates), 2, agent)
+        self.assertLess(max(creates), watch, "the slices' watch opened before the slices were created")
+        before = agent[:watch]
+        facts = ["/version", "/api/v1/nodes/" + NODE, "/openapi/v3"]
+        self.assertEqual([r["path"] for r in before if r["path"] in facts], facts)
+        self.assertLessEqual(len({r["connection"] for r in before}), 2, before)
+
     def test_dgx_a100_publishes_its_static_mig_devices(self):
         proc = self.run_agent_until_ready("dgx-a100", tempfile.mkdtemp(dir=self.dirs.root))
         code, _, err = stop_agent(proc)

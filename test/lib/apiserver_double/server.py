@@ -142,6 +142,7 @@ class ApiServerDouble:
         self.hang_release = threading.Event()  # "hang" faults hold their request until this is set
         self.cut_mid_event = 0                # the next N watch writes stop halfway through an event
         self.connections = set()              # open client sockets (an outage closes them all)
+        self.connections_accepted = 0         # TLS connections so far: the request log's "connection"
         self.ssl_ctx = None
         self.fixed_port = 0                   # the port kept across outages (outage.py)
         self.lock = threading.Lock()
@@ -308,6 +309,8 @@ class ApiHandler(BaseHTTPRequestHandler):
             raise
         with self.server_double.lock:
             self.server_double.connections.add(self.request)
+            self.server_double.connections_accepted += 1
+            self.connection_id = self.server_double.connections_accepted
         super().setup()
 
     def finish(self):
@@ -372,7 +375,7 @@ class ApiHandler(BaseHTTPRequestHandler):
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         self.last_status = 0
         self._entry = {"method": method, "path": url.path, "query": query,
-                       "user_agent": self.headers.get("User-Agent", "")}
+                       "user_agent": self.headers.get("User-Agent", ""), "connection": self.connection_id}
         if hasattr(self, "_body"):
             del self._body  # keep-alive: the handler object serves the next request too
         self.read_body()
