@@ -49,7 +49,6 @@ class ComputeDomainBackend final : public DriverBackend {
   boost::asio::awaitable<void> start_host_managed(Parts& parts, std::shared_ptr<k8s::ApiServer> api,
                                                   ComputeDomainClaimOptions options);
   std::function<Status()> follow_imex_unit(Parts& parts);
-  // True once the agent is ready (READY=1); false when `at_most` passed first.
   RunContext& ctx_;
   std::unique_ptr<Parts> parts_;
 };
