@@ -120,6 +120,12 @@ struct Fixture {
     if (cancel) asio::co_spawn(io, facts.get(), asio::bind_cancellation_slot(cancel->slot(), done));
     else asio::co_spawn(io, facts.get(), done);
   }
+  // One get(), run to its end: its answer (none if it was cancelled).
+  std::optional<ServerFacts::Facts> answer(ServerFacts& facts) {
+    ask(facts);
+    io.run();
+    return answers.back();
+  }
   // One get() after another: each runs to its answer before the next is asked.
   void ask_in_turn(ServerFacts& facts, int times) {
     for (int i = 0; i < times; ++i) {
@@ -156,12 +162,11 @@ TEST(ServerFacts, AsksOneQuestionAtATime) {
   Fixture f;
   ServerFacts facts = f.make();
   f.api->yield_each = true;
-  f.ask(facts);
-  f.io.run();
-  ASSERT_TRUE(f.answers[0]);
+  const auto got = f.answer(facts);
+  ASSERT_TRUE(got);
   EXPECT_EQ(f.api->max_in_flight, 1);
   EXPECT_EQ(f.api->calls, (std::vector<std::string>{"version", "node", "index", "document"}));
-  EXPECT_EQ(f.answers[0]->node_uid, "uid-of-node-a");
+  EXPECT_EQ(got->node_uid, "uid-of-node-a");
 }
 
 TEST(ServerFacts, ALaterCallerAsksAgainUnlessTheAnswerIsRecent) {

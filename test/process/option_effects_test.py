@@ -50,8 +50,11 @@ class ApiReconnectSpread(unittest.TestCase):
         node = SimulatedNode(profile="l4", **kw)
         self.addCleanup(node.cleanup)
         node.start()
+        # The node's one ResourceSlice watch (both drivers share it, k8s/slice_watch.hpp) opens once the
+        # agent is ready: cut it once it has.
+        node.api.wait_for_requests(lambda log: any(
+            r["path"].endswith("/resourceslices") and r["query"].get("watch") for r in log), timeout=30)
         node.api.store.drop_watches()
-        # The node's one ResourceSlice watch (both drivers share it, k8s/slice_watch.hpp) was cut.
         node.wait_log(r"watch resourceslices dropped: .*; resuming in \d+ ms")
         return [int(m) for m in re.findall(r"watch resourceslices dropped: .*; resuming in (\d+) ms", node.agent_log())]
 
