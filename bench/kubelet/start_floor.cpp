@@ -24,7 +24,8 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <boost/url/parse.hpp>
-// Debian ships Boost.URL without its compiled library (as in k8s/server_url.cpp).
+// Debian ships Boost.URL without its compiled library (as in k8s/server_url.cpp). Not that file's
+// parse_server_url: nvdra_k8s would bring yaml-cpp and fmt into the floor's exec.
 #include <boost/url/src.hpp>
 
 #include <atomic>
@@ -171,10 +172,9 @@ void create_all(ssl::context& tls, const Server& server, const std::string& toke
   (void)asio::ip::make_address(server.host, not_ip);
   if (not_ip) SSL_set_tlsext_host_name(stream.native_handle(), server.host.c_str());
   // An address is not looked up (as the agent does not); a name is.
+  const auto lookup = not_ip ? tcp::resolver::flags() : tcp::resolver::numeric_host | tcp::resolver::numeric_service;
   tcp::resolver resolver(io);
-  beast::get_lowest_layer(stream).connect(
-      not_ip ? resolver.resolve(server.host, server.port)
-             : resolver.resolve(server.host, server.port, tcp::resolver::numeric_host | tcp::resolver::numeric_service));
+  beast::get_lowest_layer(stream).connect(resolver.resolve(server.host, server.port, lookup));
   beast::get_lowest_layer(stream).socket().set_option(tcp::no_delay(true));
   stream.handshake(ssl::stream_base::client);
   beast::flat_buffer buffer;
