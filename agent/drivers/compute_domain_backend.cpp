@@ -237,10 +237,10 @@ boost::asio::awaitable<void> ComputeDomainBackend::run() {
   auto* h = dm.handler.get();
   // At start the watches' LISTs and TLS handshakes (2 of the start's 6) would compete with the start
   // itself for CPU and the API server; a prepare that comes before they have listed waits for them.
-  const bool ready = co_await until_ready(ctx_.readiness, ctx_.executor, kWatchesAfter);
+  const bool ready = co_await until_ready(ctx_.readiness, ctx_.executor, kAfterReadyAtMost);
   nvdra::logger("compute-domain")
       ->info("driver=compute-domain.nvidia.com watching ComputeDomains and ComputeDomainCliques ({})",
-             ready ? "the agent is ready" : fmt::format("not ready after {} s", kWatchesAfter.count()));
+             ready ? "the agent is ready" : fmt::format("not ready after {} s", kAfterReadyAtMost.count()));
   dm.cache->start();
   co_await (dm.cleanup->run(*h) ||
             follow_clique(ctx_, true, [h] { return CliqueInUse{h->clique_id(), !h->clique_pending().empty()}; },

@@ -29,11 +29,9 @@ class ComputeDomainBackend final : public DriverBackend {
   kubelet::ClaimHandler& claims() override;
   boost::asio::awaitable<Result<DriverResources>> resources() override;
   // Driver-managed mode: the ComputeDomain and clique watches, once the agent is ready (READY=1) or
-  // kWatchesAfter has passed, and the domain-directory cleanup (DomainCleanup); otherwise waits until
-  // cancelled.
+  // kAfterReadyAtMost (until_ready.hpp) has passed, and the domain-directory cleanup (DomainCleanup);
+  // otherwise waits until cancelled.
   boost::asio::awaitable<void> run() override;
-  // A start that is not ready by then (the API server refusing slices) holds the watches no longer.
-  static constexpr std::chrono::seconds kWatchesAfter = kAfterReadyAtMost;
   const claims::Checkpoint* checkpoint() const override;
 
   // The unit watcher, when --imex-check is not off and the gate is on (after start()).
