@@ -42,6 +42,7 @@ class Fd {
   ~Fd() {
     if (fd_ >= 0) ::close(fd_);
   }
+  Fd(Fd&& other) noexcept : fd_(other.release()) {}
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
@@ -118,6 +119,10 @@ std::string hex32(uint32_t v) {
 
 }  // namespace
 
+int exchange_names(const char* from, const char* to) {
+  return ::renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE);
+}
+
 bool FileCheckpointStore::is_lock_held(const Error& error) {
   return error.code == ErrorCode::kUnavailable && error.message.find(kLockHeld) != std::string::npos;
 }
@@ -144,7 +149,10 @@ Result<std::unique_ptr<FileCheckpointStore>> FileCheckpointStore::open(FileCheck
 }
 
 FileCheckpointStore::FileCheckpointStore(FileCheckpointStoreOptions options, int lock_fd)
-    : options_(std::move(options)), path_(options_.dir + "/" + options_.file_name), lock_fd_(lock_fd) {}
+    : options_(std::move(options)),
+      path_(options_.dir + "/" + options_.file_name),
+      spare_path_(options_.dir + "/." + options_.file_name + ".spare"),
+      lock_fd_(lock_fd) {}
 
 FileCheckpointStore::~FileCheckpointStore() { ::close(lock_fd_); }
 
@@ -211,6 +219,12 @@ Status FileCheckpointStore::save_changed(const Checkpoint& checkpoint, const std
   return status;
 }
 
+bool FileCheckpointStore::warm(int budget) {
+  // A failure is left to the next save, which makes the same fsync and reports it.
+  if (!spare_retired_durably_ && exchange_works_ && sync_dir()) spare_retired_durably_ = true;
+  return encoder_.warm(budget);
+}
+
 Status FileCheckpointStore::fsync_fd(int fd, const std::string& what) {
   int rc;
   do rc = ::fsync(fd);
@@ -226,30 +240,84 @@ Status FileCheckpointStore::save_bytes(const std::string& bytes) {
   return save_pieces(std::span(&whole, 1));
 }
 
+struct FileCheckpointStore::Target {
+  Fd fd;
+  std::string path;
+  bool in_place;  // the spare, overwritten: what lay beyond the new bytes must be cut off
+};
+
 Status FileCheckpointStore::save_pieces(std::span<const std::string_view> pieces) {
-  const std::string temp = options_.dir + "/." + options_.file_name + std::string(kTempMarker) +
-                           std::to_string(::getpid()) + "." + std::to_string(temp_counter_++);
-  Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  // Named for the checkpoint, not only its temp file: the claim that failed names what it could not save.
+  // Named for the checkpoint, not only the file written: the claim that failed names what it could not save.
   auto saving = [&](Error e) -> Status {
     e.message = "saving checkpoint " + path_ + ": " + e.message;
     return e;
   };
-  if (!fd) return saving(io_error("cannot create", temp, errno));
+  auto target = open_target();
+  if (!target) return saving(std::move(target).error());
+  const int fd = target->fd.get();
   auto fail = [&](Error e) -> Status {
-    ::unlink(temp.c_str());  // nothing half-written stays
+    ::unlink(target->path.c_str());  // nothing half-written stays (the next save makes a new spare)
     return saving(std::move(e));
   };
   if (write_buffer_.empty()) write_buffer_.resize(kWriteBuffer);
-  if (auto s = write_all(fd.get(), pieces, temp, write_buffer_); !s) return fail(s.error());
-  if (auto s = fsync_fd(fd.get(), temp); !s) return fail(s.error());
-  if (::close(fd.release()) != 0) return fail(io_error("cannot close", temp, errno));
-  crash_point("checkpoint.after-temp-write");  // the new content whole on disk, under its temp name
-  if (::rename(temp.c_str(), path_.c_str()) != 0) return fail(io_error("cannot rename onto", path_, errno));
+  if (auto s = write_all(fd, pieces, target->path, write_buffer_); !s) return fail(s.error());
+  if (target->in_place) {
+    const off_t size = ::lseek(fd, 0, SEEK_CUR);
+    if (size < 0 || ::ftruncate(fd, size) != 0) return fail(io_error("cannot truncate", target->path, errno));
+  }
+  if (auto s = fsync_fd(fd, target->path); !s) return fail(s.error());
+  if (::close(target->fd.release()) != 0) return fail(io_error("cannot close", target->path, errno));
+  crash_point("checkpoint.after-temp-write");  // the new content whole on disk, under the spare's (or a temp) name
+  if (auto s = put_in_place(target->path); !s) return fail(s.error());
   crash_point("checkpoint.after-rename");  // the new content in place, its caller not yet told
-  // No directory fsync: see the header for why the rename need not outlive a power loss.
   saves_.fetch_add(1, std::memory_order_relaxed);
   options_.metrics->checkpoint_save(options_.driver);
+  return {};
+}
+
+// The spare when it may be overwritten: a regular file with no other name, its leaving
+// checkpoint.json's name made durable first (see the header). Otherwise a new file under the
+// spare's name, or under a temp name where the exchange is refused or the name is taken by what
+// cannot be removed.
+Result<FileCheckpointStore::Target> FileCheckpointStore::open_target() {
+  if (exchange_works_) {
+    // O_NONBLOCK: a FIFO put there must not hang the save (regular files ignore it).
+    Fd spare(::open(spare_path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    const int open_errno = errno;
+    struct stat st {};
+    if (spare && ::fstat(spare.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1) {
+      if (!spare_retired_durably_) {
+        if (auto s = sync_dir(); !s) return s.error();
+        spare_retired_durably_ = true;
+      }
+      return Target{std::move(spare), spare_path_, true};
+    }
+    if (spare || open_errno != ENOENT) ::unlink(spare_path_.c_str());  // our name only: another link keeps its file
+    Fd fresh(::open(spare_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (fresh) return Target{std::move(fresh), spare_path_, false};
+    if (errno != EEXIST) return io_error("cannot create", spare_path_, errno);
+  }
+  std::string temp = options_.dir + "/." + options_.file_name + std::string(kTempMarker) + std::to_string(::getpid()) +
+                     "." + std::to_string(temp_counter_++);
+  Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd) return io_error("cannot create", temp, errno);
+  return Target{std::move(fd), std::move(temp), false};
+}
+
+// checkpoint.json becomes the file written: the spare exchanges names with a regular file there
+// (whose content becomes the next spare); anything else is renamed over it.
+Status FileCheckpointStore::put_in_place(const std::string& written) {
+  struct stat st {};
+  if (written == spare_path_ && ::lstat(path_.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (options_.exchange(written.c_str(), path_.c_str()) == 0) {
+      spare_retired_durably_ = false;
+      return {};
+    }
+    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+      return io_error("cannot exchange names with", path_, errno);
+    exchange_works_ = false;  // a file system without RENAME_EXCHANGE: a new file each save from now on
+  }
+  if (::rename(written.c_str(), path_.c_str()) != 0) return io_error("cannot rename onto", path_, errno);
   return {};
 }
 
