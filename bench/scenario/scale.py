@@ -58,7 +58,7 @@ def run_claims(build_dir, rounds, scratch, node_counts=(1, 10, 100, 1000), upstr
     return table
 
 
-NODE_ROUNDS = 20  # prepare + unprepare of one more claim per count and side, on the whole node
+NODE_ROUNDS = 50  # prepare + unprepare of one more claim per count and side, on the whole node
 
 
 def _node_panel(ax, node):

@@ -64,6 +64,9 @@ def _side(sides, node, client_bin, which, counts, rounds):
             more = [_claim(node, f"{which}-c{i}", gpus[i % len(gpus)]) for i in range(len(held), n)]
             _in_batches(plugin.prepare, more)
             held += more
+            # What setting up wrote (the batch's CDI specs and checkpoints) reaches the disk first: the probe
+            # measures one more claim's cost, not the tail of the writeback behind it (both sides alike).
+            os.sync()
             one = _probe(sides, node, client_bin, which + str(n), rounds)
             ckpt = os.path.join(node.dirs.plugins, um.GPU, "checkpoint.json")
             point = {"claims": n, "rounds": rounds,

@@ -5,6 +5,7 @@ NVDRA_UPSTREAM_DIR names the unpacked upstream binaries (shared/upstream/unpack 
 root; elsewhere it skips with one line, and in CI (CI=true) it fails naming what is missing.
 
 Deliberate differences (README "Side by side with upstream") are asserted as exactly that difference."""
+import os
 import unittest
 
 from cdi_edits import claim_edits
@@ -252,6 +253,10 @@ class CheckpointTakeOver(unittest.TestCase):
         self.claims = [self.node.allocate("full", [("gpu", "gpu-0")]),
                        self.node.allocate("mig", [("mig", "gpu-6-mig-1g5gb-19-6")])]
 
+    def data_files(self):
+        """The names in the gpu driver's plugin data directory (each side's sockets live elsewhere)."""
+        return set(os.listdir(os.path.join(self.node.dirs.plugins, GPU)))
+
     def hand_over(self, first, second):
         a = Side(self.node, first).start()
         try:
@@ -262,6 +267,7 @@ class CheckpointTakeOver(unittest.TestCase):
             a.cleanup()
         self.assertTrue(any("claim_" in f for f in self.node.cdi_files()))
         self.assertEqual(sorted(self.node.checkpoint(GPU)), sorted(c.uid for c in self.claims))
+        self.left_by = {first: self.data_files()}
         b = Side(self.node, second).start()
         try:
             self.assertEqual(b.plugin(GPU).unprepare(self.claims), {c.uid: "" for c in self.claims})
@@ -269,6 +275,7 @@ class CheckpointTakeOver(unittest.TestCase):
             b.stop()
             b.cleanup()
         self.assertEqual(self.node.checkpoint(GPU), {})
+        self.left_by[second] = self.data_files() - self.left_by[first]
         return [f for f in self.node.cdi_files() if "claim_" in f]
 
     def test_upstream_takes_over_from_nvdra_and_no_claim_file_is_left(self):
@@ -276,6 +283,13 @@ class CheckpointTakeOver(unittest.TestCase):
 
     def test_nvdra_takes_over_from_upstream(self):
         self.assertEqual(self.hand_over("upstream", "nvdra"), [])
+
+    def test_the_data_directory_differs_by_nvdras_spare_and_served_fields(self):
+        # What nvdra adds to upstream's files there: the checkpoint's spare (the previous content's file, which
+        # the next save overwrites) and the served-fields cache. Both deliberate, both ignored by upstream.
+        self.hand_over("upstream", "nvdra")
+        self.assertIn("checkpoint.json", self.left_by["upstream"])
+        self.assertEqual(self.left_by["nvdra"], {".checkpoint.json.spare", "nvdra-served-fields.json"})
 
     def test_no_nvdra_node_wide_spec_left_after_rollback(self):
         self.hand_over("nvdra", "upstream")
