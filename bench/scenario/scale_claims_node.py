@@ -82,9 +82,9 @@ def _side(sides, node, client_bin, which, counts, rounds):
     return points
 
 
-def run_node(build_dir, counts, rounds, upstream_counts=None):
-    """{"nvdra": [points], "upstream": [points]} or {"note": why not run}. upstream_counts: fewer counts for
-    upstream (each of its prepares rewrites and fsyncs its growing checkpoint: 1,000 claims take long)."""
+def run_node(build_dir, counts, rounds, upstream_counts=None, upstream_rounds=None):
+    """{"nvdra": [points], "upstream": [points]} or {"note": why not run}. upstream_counts, upstream_rounds: fewer
+    for upstream (each of its prepares rewrites and fsyncs its growing checkpoint: at 1,000 claims over a second)."""
     upstream_dir = os.environ.get("NVDRA_UPSTREAM_DIR", "")
     if not upstream_dir or os.geteuid() != 0:
         return {"note": "not run: needs root and NVDRA_UPSTREAM_DIR (contrib/dev/prerequisites)"}
@@ -97,7 +97,7 @@ def run_node(build_dir, counts, rounds, upstream_counts=None):
     try:
         upstream_counts = counts if upstream_counts is None else upstream_counts
         table = {"counts": counts, "nvdra": _side(sides, node, client_bin, "nvdra", counts, rounds),
-                 "upstream": _side(sides, node, client_bin, "upstream", upstream_counts, rounds)}
+                 "upstream": _side(sides, node, client_bin, "upstream", upstream_counts, upstream_rounds or rounds)}
         if upstream_counts != counts:
             table["upstream_note"] = (f"upstream run at {upstream_counts} only (--upstream-node-counts): "
                                       f"not at {sorted(set(counts) - set(upstream_counts))} in this run")
