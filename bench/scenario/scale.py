@@ -10,7 +10,9 @@ Scenarios:
            claim (the encoding before #33) and the floor (writing and fsyncing the same bytes, no encoding);
            and on the whole node, nvdra's agent beside upstream's gpu-kubelet-plugin with the same claims already
            prepared: one more claim's prepare/unprepare p50/p99 through gRPC, checkpoint size, RSS
-           (bench/scenario/scale_claims_node.py; root and NVDRA_UPSTREAM_DIR, else the JSON says not run).
+           (bench/scenario/scale_claims_node.py; root and NVDRA_UPSTREAM_DIR, else the JSON says not run); and
+           nvdra's prepare at 1,000 claims against 1 claim on two nodes probed in turn (node_pair: the ratio
+           with both counts on the same minutes of the disk).
 
   devices  machine profiles of 1 to ~500 published devices (H100 nodes, MIG off and DynamicMIG), started under
            each server version 1.34-1.37: start, slices per driver, slice bytes and writes, RSS, and what
@@ -55,6 +57,8 @@ def run_claims(build_dir, rounds, scratch, node_counts=(1, 10, 100, 1000), upstr
         table[where] = json.loads(out.stdout)
     table["node"] = scale_claims_node.run_node(build_dir, list(node_counts), NODE_ROUNDS, upstream_counts,
                                                UPSTREAM_NODE_ROUNDS)
+    # The ratio (1,000 claims against 1) from two nodes probed in turn, so both see the same disk.
+    table["node_pair"] = scale_claims_node.run_pair(build_dir, max(node_counts), NODE_ROUNDS)
     return table
 
 
@@ -97,13 +101,19 @@ def draw_claims(table, png):
     _cost_panel(memory, table["memory"]["points"], "Same on tmpfs: the CPU part")
     pts = table["disk"]["points"]
     written.plot([p["claims"] for p in pts], [p["bytes_written_per_prepare"] / 1024 for p in pts], "o-",
-                 label="plain claim: the whole file, once (%.0f fsync)" % pts[-1]["fsyncs_per_prepare"])
+                 label="plain claim: the whole file, once (%.0f fsyncs: the file's, the directory's)"
+                 % pts[-1]["fsyncs_per_prepare"])
     written.plot([p["claims"] for p in pts], [p["recorded_bytes_written_per_prepare"] / 1024 for p in pts], "D-",
                  label="with PrepareStarted saved: twice (%.0f fsyncs)" % pts[-1]["recorded_fsyncs_per_prepare"])
     written.set(xscale="log", yscale="log", xlabel="claims already prepared on the node", ylabel="KiB",
                 title="Written to the checkpoint per prepare")
     written.legend(fontsize=7)
     _node_panel(node, table.get("node", {"note": "whole node not run"}))
+    pair = table.get("node_pair", {})
+    if "ratio_p50" in pair:
+        node.text(0.02, 0.02, "nvdra, %d claims against 1 on two nodes in turn: prepare %.2fx, unprepare %.2fx"
+                  % (pair["claims"]["high"], pair["ratio_p50"], pair["unprepare_ratio_p50"]),
+                  transform=node.transAxes, fontsize=7)
     fig.tight_layout()
     fig.savefig(png, dpi=80)
 

@@ -106,3 +106,48 @@ def run_node(build_dir, counts, rounds, upstream_counts=None, upstream_rounds=No
         if sides.up:
             sides.up.cleanup()
         node.cleanup()
+
+
+def run_pair(build_dir, high=1000, rounds=200, blocks=10):
+    """nvdra's per-prepare cost at `high` claims against 1 claim, measured in the same minutes: two simulated nodes,
+    each with its own agent and API double, one with 1 claim prepared and one with `high`, probed in turn, `blocks`
+    blocks of rounds/blocks prepare + unprepare each. A disk whose fsync time moves 2x from minute to minute (this
+    machine's) otherwise decides the ratio of two counts measured minutes apart.
+    {"low": point, "high": point, "ratio_p50": high/low prepare p50, "block_ratios": [...]} or {"note": ...}."""
+    if os.environ.get("NVDRA_UPSTREAM_DIR", "") == "" or os.geteuid() != 0:
+        return {"note": "not run: needs root and NVDRA_UPSTREAM_DIR (contrib/dev/prerequisites)"}
+    os.environ["NVDRA_BINARY_DIR"] = os.path.abspath(build_dir)
+    um = _upstream_node()
+    client_bin = os.path.join(build_dir, "bench", "kubelet", "kubelet_claim_client")
+    gpus, pairs = vu.whole_gpus("dgx-a100"), []
+    try:
+        for name, count in (("low", 1), ("high", high)):
+            node = um.upstream_node("dgx-a100", node=f"bench-{name}", gates=vu.NVDRA_GATES,
+                                    args=["--imex-mode=hostManaged", "--controller=false"], api_process=True)
+            sides = vu.Sides(node, um, os.environ["NVDRA_UPSTREAM_DIR"])
+            pairs.append((name, node, sides))
+            sides.start("nvdra", True)
+            _in_batches(sides.plugins[um.GPU].prepare, [_claim(node, f"c{i}", gpus[i % len(gpus)]) for i in range(count)])
+        os.sync()
+        samples = {name: {"prepare_us": [], "unprepare_us": []} for name, _, _ in pairs}
+        block_ratios = []
+        for b in range(blocks):
+            p50 = {}
+            for name, node, sides in pairs:
+                one = _probe(sides, node, client_bin, f"{name}{b}", max(1, rounds // blocks))
+                for k in samples[name]:
+                    samples[name][k] += one[k]
+                p50[name] = vu.pct(one["prepare_us"], 50)
+            block_ratios.append(round(p50["high"] / p50["low"], 2))
+        out = {"claims": {"low": 1, "high": high}, "rounds": rounds, "blocks": blocks, "block_ratios": block_ratios}
+        for name, s in samples.items():
+            out[name] = {"prepare_p50_us": vu.pct(s["prepare_us"], 50), "prepare_p99_us": vu.pct(s["prepare_us"], 99),
+                         "unprepare_p50_us": vu.pct(s["unprepare_us"], 50)}
+        out["ratio_p50"] = round(out["high"]["prepare_p50_us"] / out["low"]["prepare_p50_us"], 2)
+        out["unprepare_ratio_p50"] = round(out["high"]["unprepare_p50_us"] / out["low"]["unprepare_p50_us"], 2)
+        sys.stderr.write(f"claims, nvdra at 1 and {high} in turn: {out}\n")
+        return out
+    finally:
+        for _, node, sides in pairs:
+            sides.stop("nvdra")
+            node.cleanup()
