@@ -43,6 +43,12 @@ def _upstream_node():
     return upstream_node
 
 
+def _node(um, name):
+    """The simulated node both sides run on, its API double in a process of its own."""
+    return um.upstream_node("dgx-a100", node=name, gates=vu.NVDRA_GATES,
+                            args=["--imex-mode=hostManaged", "--controller=false"], api_process=True)
+
+
 def _probe(sides, node, client_bin, which, rounds):
     """rounds prepare + unprepare of one claim not yet prepared: {prepare_us: [...], unprepare_us: [...]}."""
     probe = _claim(node, f"probe-{which}", vu.whole_gpus("dgx-a100")[0])
@@ -90,8 +96,7 @@ def run_node(build_dir, counts, rounds, upstream_counts=None, upstream_rounds=No
         return {"note": "not run: needs root and NVDRA_UPSTREAM_DIR (contrib/dev/prerequisites)"}
     os.environ["NVDRA_BINARY_DIR"] = os.path.abspath(build_dir)
     um = _upstream_node()
-    node = um.upstream_node("dgx-a100", node="bench-node", gates=vu.NVDRA_GATES,
-                            args=["--imex-mode=hostManaged", "--controller=false"], api_process=True)
+    node = _node(um, "bench-node")
     sides = vu.Sides(node, um, os.path.abspath(upstream_dir))
     client_bin = os.path.join(build_dir, "bench", "kubelet", "kubelet_claim_client")
     try:
@@ -122,8 +127,7 @@ def run_pair(build_dir, high=1000, rounds=200, blocks=10):
     gpus, pairs = vu.whole_gpus("dgx-a100"), []
     try:
         for name, count in (("low", 1), ("high", high)):
-            node = um.upstream_node("dgx-a100", node=f"bench-{name}", gates=vu.NVDRA_GATES,
-                                    args=["--imex-mode=hostManaged", "--controller=false"], api_process=True)
+            node = _node(um, f"bench-{name}")
             sides = vu.Sides(node, um, os.environ["NVDRA_UPSTREAM_DIR"])
             pairs.append((name, node, sides))
             sides.start("nvdra", True)
