@@ -19,6 +19,7 @@ find_package(benchmark CONFIG REQUIRED)
 set(Python3_EXECUTABLE /usr/bin/python3 CACHE FILEPATH "python3 with Debian's python3-* packages")
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 include(NvdraStaticDeps)
+include(NvdraLogging)
 
 # Boost.Asio is header-only; these settings are shared by every target that includes it.
 add_library(nvdra_asio INTERFACE)

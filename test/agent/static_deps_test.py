@@ -1,7 +1,8 @@
 """NVDRA_STATIC_CXX_DEPS (cmake/NvdraStaticDeps.cmake) has its effect: in a tree built with it (the
 release tree) the agent, nvdractl and nvdra-webhook load no gRPC, abseil, protobuf, c-ares, re2 or
-Boost.JSON library of their own, while OpenSSL, libsystemd and libstdc++ stay shared (their security
-updates come through apt); in a tree without it (sanitizers) gRPC is a shared library again."""
+Boost.JSON library of their own, nor spdlog or fmt (compiled in, cmake/NvdraLogging.cmake), while
+OpenSSL, libsystemd and libstdc++ stay shared (their security updates come through apt); in a tree
+without it (sanitizers) gRPC, spdlog and fmt are shared libraries again."""
 import os
 import re
 import subprocess
@@ -10,7 +11,7 @@ import unittest
 SRC = os.path.abspath(os.environ.get("NVDRA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")))
 BIN = os.path.abspath(os.environ.get("NVDRA_BINARY_DIR", os.path.join(SRC, "build")))
 STATIC = os.environ.get("NVDRA_STATIC_CXX_DEPS") == "ON"
-LINKED_IN = re.compile(r"lib(grpc|gpr|upb|address_sorting|absl_|protobuf|cares|re2|boost_json)")
+LINKED_IN = re.compile(r"lib(grpc|gpr|upb|address_sorting|absl_|protobuf|cares|re2|boost_json|spdlog|fmt)")
 BINARIES = ("agent/nvdra-agent", "agent/ctl/nvdractl", "agent/admission/nvdra-webhook")
 
 
@@ -26,7 +27,8 @@ class StaticDeps(unittest.TestCase):
         self.assertIn("libssl.so.3", agent)
         self.assertIn("libsystemd.so.0", agent)
         if not STATIC:
-            self.assertTrue([n for n in agent if n.startswith("libgrpc")], agent)
+            for shared in ("libgrpc", "libspdlog", "libfmt"):
+                self.assertTrue([n for n in agent if n.startswith(shared)], (shared, agent))
             return
         for b in BINARIES:
             with self.subTest(binary=b):
