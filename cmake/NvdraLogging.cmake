@@ -18,6 +18,7 @@ if(NVDRA_STATIC_CXX_DEPS AND NOT NVDRA_ANY_SANITIZER)
   # As libspdlog.so's users compile, less SPDLOG_SHARED_LIB (which only marks symbols for export).
   target_compile_definitions(nvdra_logging_compiled PUBLIC SPDLOG_COMPILED_LIB SPDLOG_FMT_EXTERNAL)
   target_compile_features(nvdra_logging_compiled PUBLIC cxx_std_20)
+  # Position-independent: a shared object (a mock library) may link it as well as the agent.
   set_target_properties(nvdra_logging_compiled PROPERTIES POSITION_INDEPENDENT_CODE ON)
   target_link_libraries(nvdra_logging_compiled PUBLIC Threads::Threads)
   target_link_libraries(nvdra_logging INTERFACE nvdra_logging_compiled)
