@@ -20,6 +20,7 @@ set(Python3_EXECUTABLE /usr/bin/python3 CACHE FILEPATH "python3 with Debian's py
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 include(NvdraStaticDeps)
 include(NvdraLogging)
+include(NvdraLoadOrder)
 
 # Boost.Asio is header-only; these settings are shared by every target that includes it.
 add_library(nvdra_asio INTERFACE)

@@ -2,7 +2,8 @@
 release tree) the agent, nvdractl and nvdra-webhook load no gRPC, abseil, protobuf, c-ares, re2 or
 Boost.JSON library of their own, nor spdlog or fmt (compiled in, cmake/NvdraLogging.cmake), while
 OpenSSL, libsystemd and libstdc++ stay shared (their security updates come through apt); in a tree
-without it (sanitizers) gRPC, spdlog and fmt are shared libraries again."""
+without it (sanitizers) gRPC, spdlog and fmt are shared libraries again. The release tree's agent also
+names the libraries most of an exec's symbol lookups end in first (cmake/NvdraLoadOrder.cmake)."""
 import os
 import re
 import subprocess
@@ -33,6 +34,10 @@ class StaticDeps(unittest.TestCase):
         for b in BINARIES:
             with self.subTest(binary=b):
                 self.assertEqual([n for n in needed(os.path.join(BIN, b)) if LINKED_IN.match(n)], [])
+        # libcrypto, libstdc++, libc and libssl lead the loader's search order, in that order (ld.so may
+        # follow libc: libc names it).
+        lead = [n for n in agent if n != "ld-linux-x86-64.so.2"][:4]
+        self.assertEqual(lead, ["libcrypto.so.3", "libstdc++.so.6", "libc.so.6", "libssl.so.3"], agent)
         # Nor through a library it loads (ldd: the whole tree the loader maps).
         out = subprocess.run(["ldd", os.path.join(BIN, BINARIES[0])], check=True, capture_output=True,
                              text=True).stdout
