@@ -113,6 +113,23 @@ class RemoteApiDouble:
         self.proc.stdout.close()
 
 
+def read_live_checkpoint(path, timeout=10):
+    """checkpoint.json parsed while the agent may be saving. A save writes over the file that was checkpoint.json
+    two saves ago (its spare) before exchanging the names, so a reader that opened the file before two saves
+    ended can read the later one's bytes over the earlier one's (README: the checkpoint). Such a read differs
+    from the file read again; a file that reads the same twice and does not parse is corrupt and raises."""
+    end = time.monotonic() + timeout
+    while True:
+        with open(path, "rb") as f:
+            data = f.read()
+        try:
+            return json.loads(data)
+        except ValueError:
+            with open(path, "rb") as f:
+                if f.read() == data or time.monotonic() > end:
+                    raise
+
+
 def gpu_config(**fields):
     """A GpuConfig opaque object: gpu_config(sharing={...})."""
     return dict(GPU_CONFIG, **fields)
@@ -390,8 +407,7 @@ class SimulatedNode:
         path = os.path.join(self.dirs.plugins, driver, "checkpoint.json")
         if not os.path.exists(path):
             return {}
-        with open(path) as f:
-            data = json.load(f)
+        data = read_live_checkpoint(path)
         return (data.get("v2") or {}).get("preparedClaims") or {}
 
     def helper_log(self, program):
