@@ -12,9 +12,9 @@
 // (EINVAL, ENOSYS, EOPNOTSUPP: a file system without it) the store writes a new file and renames it
 // over checkpoint.json from then on, as upstream's writer does. A spare with another name (a hard
 // link, such as keep_copy()'s) or that is not a regular file is never written: a new one is made.
-// The price: a reader that keeps checkpoint.json open across two saves may read bytes of the second
-// (its checksum then fails). Only the agent reads it, at start, under the lock; a person or tool
-// reading it while the agent runs reads it in one go (as cat and jq do) and rereads on a bad checksum.
+// The price: a reader that opened checkpoint.json before two saves ended (kept open, or scheduled out
+// between its open and its read) may read bytes of the second (its checksum then fails): it must read
+// again. Only the agent reads it, at start, under the lock; the tests' read_live_checkpoint rereads.
 //
 // What each step buys. The fsync before the exchange makes the new file whole on disk before its
 // name can point at it, so after a power loss the file parses (old or new content) instead of
