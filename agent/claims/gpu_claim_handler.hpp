@@ -97,10 +97,11 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   boost::asio::awaitable<Result<std::vector<kubelet::PreparedDevice>>> prepare(kubelet::ClaimRef claim) override;
   boost::asio::awaitable<Status> unprepare(kubelet::ClaimRef claim) override;
 
-  // Start-up, before serving kubelet: rolls back PrepareStarted claims, unprepares completed claims
-  // for which `exists` answers false (an error keeps the claim), and removes claim spec files of
-  // this driver's vendor that no checkpoint entry owns.
-  boost::asio::awaitable<RecoveryReport> recover(ClaimExists exists);
+  // Start-up, before serving kubelet: rolls back PrepareStarted claims, repairs what the completed
+  // ones hold, and removes claim spec files of this driver's vendor that no checkpoint entry owns.
+  // It reads nothing from the API: completed claims deleted while the agent was down are unprepared
+  // once it serves (drivers/gone_claim_sweep.hpp), so a start with many claims is not one GET each.
+  boost::asio::awaitable<RecoveryReport> recover();
 
   // Start-up after a corrupt checkpoint was moved aside, before recover(): records `claim`, whose
   // CDI spec is on the node and whose allocation the API has, as PrepareCompleted with what its
@@ -131,9 +132,9 @@ class GpuClaimHandler final : public kubelet::ClaimHandler {
   UndoGroup undo_of(const PlannedGroup& group, const std::string& uid,
                     const std::map<std::string, nvml::MigDeviceInfo>& created) const;
   bool mig_used_elsewhere(const std::string& device, const std::string& uid) const;
-  // Start-up (prepared_claim_recovery.cpp): PrepareStarted claims rolled back, completed claims the
-  // API no longer has unprepared; then every completed claim through the steps' recover (kRepair).
-  boost::asio::awaitable<void> undo_unfinished(ClaimExists& exists, RecoveryReport& report);
+  // Start-up (prepared_claim_recovery.cpp): PrepareStarted claims rolled back, unreadable completed
+  // ones reported; then every completed claim through the steps' recover (kRepair).
+  boost::asio::awaitable<void> undo_unfinished(RecoveryReport& report);
   boost::asio::awaitable<void> repair_completed(const MissingMigs* missing_migs, RecoveryReport& report);
 
   runtime::WorkerPool& pool_;

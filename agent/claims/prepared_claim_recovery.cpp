@@ -44,12 +44,12 @@ boost::asio::awaitable<void> remove_orphan_specs(runtime::WorkerPool& pool, cdi:
 
 }  // namespace
 
-// Start-up as phases: what the claims hold (kHold walk), what stopped half-way or is gone undone,
+// Start-up as phases: what the claims hold (kHold walk), what stopped half-way undone,
 // the node-wide DynamicMIG and FM reconciles around the kRepair walk, orphan specs last.
-boost::asio::awaitable<RecoveryReport> GpuClaimHandler::recover(ClaimExists exists) {
+boost::asio::awaitable<RecoveryReport> GpuClaimHandler::recover() {
   RecoveryReport report;
   co_await adopt_fabric(report);  // which claims hold which FM partitions, before any is undone
-  co_await undo_unfinished(exists, report);
+  co_await undo_unfinished(report);
   // MIG devices no claim owns go before the walk recreates the claims' missing ones in their place.
   const bool mig = dynamic_mig_ && !inventory_.dynamic_gpus().empty();
   std::optional<MissingMigs> missing;
@@ -63,36 +63,23 @@ boost::asio::awaitable<RecoveryReport> GpuClaimHandler::recover(ClaimExists exis
   co_return report;
 }
 
-boost::asio::awaitable<void> GpuClaimHandler::undo_unfinished(ClaimExists& exists, RecoveryReport& report) {
-  // A copy: the loop commits (erases entries) while it walks.
-  const auto entries = committer_.current().claims;
-  for (const auto& [uid, entry] : entries) {
-    kubelet::ClaimRef claim{entry.ns, entry.name, uid};
+boost::asio::awaitable<void> GpuClaimHandler::undo_unfinished(RecoveryReport& report) {
+  // The unfinished ones first (a copy of their entries: the loop commits, erasing them, as it walks).
+  std::vector<std::pair<std::string, CheckpointedClaim>> unfinished;
+  for (const auto& [uid, entry] : committer_.current().claims) {
     if (entry.state == ClaimState::kPrepareStarted) {
-      auto undo = undo_groups(uid, entry);
-      Status st = undo ? co_await undo_claim(claim, std::move(*undo)) : Status(undo.error());
-      if (st) report.rolled_back.push_back(uid);
-      else report.errors.push_back(st.error());
-      continue;
-    }
-    if (entry.state != ClaimState::kPrepareCompleted) continue;
-    if (auto readable = entry_readable(uid, entry); !readable) {
+      unfinished.emplace_back(uid, entry);
+    } else if (entry.state == ClaimState::kPrepareCompleted) {
       // Neither unprepared nor rolled back: nothing says what it holds, so it is kept as it is.
-      report.unreadable.push_back({claim, readable.error().describe()});
-      continue;
+      if (auto readable = entry_readable(uid, entry); !readable)
+        report.unreadable.push_back({{entry.ns, entry.name, uid}, readable.error().describe()});
     }
-    // A claim without a recorded name (an older plugin's entry) cannot be asked about; one the API
-    // still has, or that cannot be asked now, stays prepared.
-    bool gone = false;
-    if (!entry.name.empty()) {
-      auto still = co_await exists(claim);
-      if (!still) report.errors.push_back(still.error());
-      else gone = !*still;
-    }
-    if (gone) {
-      if (auto st = co_await unprepare(claim); st) report.unprepared.push_back(uid);
-      else report.errors.push_back(st.error());
-    }
+  }
+  for (const auto& [uid, entry] : unfinished) {
+    auto undo = undo_groups(uid, entry);
+    Status st = undo ? co_await undo_claim({entry.ns, entry.name, uid}, std::move(*undo)) : Status(undo.error());
+    if (st) report.rolled_back.push_back(uid);
+    else report.errors.push_back(st.error());
   }
 }
 

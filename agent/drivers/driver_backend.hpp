@@ -17,6 +17,7 @@
 
 #include "agent/base/device.hpp"
 #include "agent/base/result.hpp"
+#include "agent/kubelet/claim_handler.hpp"
 #include "agent/runtime/component.hpp"
 #include "agent/systemd_bus/status_snapshot.hpp"
 
@@ -25,10 +26,7 @@ class ApiServer;
 class EventRecorder;
 }  // namespace nvdra::k8s
 namespace nvdra::claims { struct Checkpoint; }
-namespace nvdra::kubelet {
-class ClaimHandler;
-class HealthSource;
-}  // namespace nvdra::kubelet
+namespace nvdra::kubelet { class HealthSource; }
 
 namespace nvdra::drivers {
 
@@ -78,10 +76,15 @@ class DriverBackend {
   // Where the backend hands what it publishes when that changes after start (PassthroughSupport:
   // one face of a GPU withdrawn while the other is prepared); called on the io_context thread.
   void on_resources_changed(std::function<void(DriverResources)> f) { resources_changed_ = std::move(f); }
+  // How the backend's own work unprepares a claim as kubelet would (the claim's lock, status, metrics,
+  // Events): "" or the error. Set once kubelet is served, before run().
+  using Unprepare = std::function<boost::asio::awaitable<std::string>(kubelet::ClaimRef)>;
+  void set_unprepare(Unprepare f) { unprepare_ = std::move(f); }
 
  protected:
   k8s::EventRecorder* events_ = nullptr;
   std::function<void(DriverResources)> resources_changed_;
+  Unprepare unprepare_;
 };
 
 }  // namespace nvdra::drivers

@@ -199,6 +199,11 @@ boost::asio::awaitable<void> DriverComponent::start_and_publish(std::shared_ptr<
   served = trimming_.get();
 
   plugin_ = std::make_unique<kubelet::PluginServer>(ctx_.executor, plugin_config(), *served, backend_->health());
+  backend_->set_unprepare([plugin = plugin_.get()](kubelet::ClaimRef claim) -> boost::asio::awaitable<std::string> {
+    const std::string uid = claim.uid;
+    auto results = co_await plugin->unprepare({std::move(claim)});
+    co_return results[uid];
+  });
   plugin_->on_registration([this](const kubelet::RegistrationStatus& status) {
     if (status.state == kubelet::RegistrationState::kRegistered) ctx_.readiness.satisfy(registered_condition(kind_));
     report(status.state == kubelet::RegistrationState::kRejected ? "kubelet rejected the registration: " + status.error

@@ -1,5 +1,7 @@
 #include "agent/drivers/gpu_backend.hpp"
+#include "agent/drivers/gone_claim_sweep.hpp"
 #include "agent/drivers/gpu_backend_parts.hpp"
+#include "agent/drivers/until_ready.hpp"
 
 #include <boost/json/serialize.hpp>
 
@@ -128,7 +130,9 @@ boost::asio::awaitable<Status> GpuBackend::start(std::shared_ptr<k8s::ApiServer>
   if (!rebuild) co_return rebuild.error();
   if (auto st = co_await open_handler(p, api, data_dir); !st) co_return st;
   if (*rebuild) co_await rebuild_claims(p, api.get());
-  co_await recover_claims(p, api != nullptr);
+  report_recovery(co_await p.handler->recover());
+  // Without an API server nothing can say a claim is gone: every completed claim stays.
+  if (api) p.unverified = gone_claim_candidates(p.committer->current());
   watch_health(p);
   parts_ = std::move(parts);
   publish_fabric_status();
@@ -249,14 +253,23 @@ boost::asio::awaitable<void> GpuBackend::rebuild_claims(Parts& p, k8s::ApiServer
   }
 }
 
-boost::asio::awaitable<void> GpuBackend::recover_claims(Parts& p, bool have_api) {
-  // Without an API server nothing can say a claim is gone: keep every completed claim.
-  claims::ClaimExists exists = [source = p.source.get(), have_api](kubelet::ClaimRef ref)
-      -> boost::asio::awaitable<Result<bool>> {
-    if (!have_api) co_return true;
-    co_return co_await claims::claim_exists(*source, std::move(ref));
-  };
-  report_recovery(co_await p.handler->recover(std::move(exists)));
+// The claims deleted while the agent was down, unprepared once it is ready (gone_claim_sweep.hpp);
+// then, as every backend's run(), until cancelled.
+boost::asio::awaitable<void> GpuBackend::run() {
+  auto candidates = std::move(parts_->unverified);
+  if (!candidates.empty() && unprepare_) {
+    co_await until_ready(ctx_.readiness, ctx_.executor, kAfterReadyAtMost);
+    const GoneClaimSweep with{
+        [this](const kubelet::ClaimRef& c) {
+          const auto it = parts_->committer->current().claims.find(c.uid);
+          return it != parts_->committer->current().claims.end() &&
+                 it->second.state == claims::ClaimState::kPrepareCompleted;
+        },
+        [source = parts_->source.get()](kubelet::ClaimRef c) { return claims::claim_exists(*source, std::move(c)); },
+        unprepare_};
+    report_gone_claims(co_await sweep_gone_claims(std::move(candidates), with));
+  }
+  co_await DriverBackend::run();
 }
 
 void GpuBackend::watch_health(Parts& p) {

@@ -2,7 +2,8 @@
 // GpuBackend — gpu.nvidia.com inside the agent: NVML discovery (the devices it publishes and the
 // inventory claims are checked against), the driver's CDI edits, the checkpoint in the plugin
 // data directory, and the GpuClaimHandler over them. start() repairs what a crash left behind
-// (claims::GpuClaimHandler::recover) before kubelet is served.
+// (claims::GpuClaimHandler::recover) before kubelet is served, and unprepares the claims deleted
+// while the agent was down once it serves (gone_claim_sweep.hpp).
 #include <memory>
 #include <string>
 
@@ -16,6 +17,8 @@ namespace nvdra::config { struct Options; }
 
 namespace nvdra::drivers {
 
+struct GoneClaimReport;
+
 class GpuBackend final : public DriverBackend {
  public:
   explicit GpuBackend(RunContext& ctx);
@@ -27,6 +30,8 @@ class GpuBackend final : public DriverBackend {
   boost::asio::awaitable<void> run_health() override;
   void fill_health(std::vector<systemd_bus::DeviceStatus>& rows) const override;
   boost::asio::awaitable<Result<DriverResources>> resources() override;
+  // Claims deleted while the agent was down, unprepared once it is ready; then until cancelled.
+  boost::asio::awaitable<void> run() override;
   const claims::Checkpoint* checkpoint() const override;
   boost::asio::awaitable<std::string> driver_changed() override;  // gpu_backend_recovery.cpp
   std::string notice() const override;
@@ -39,6 +44,7 @@ class GpuBackend final : public DriverBackend {
   DriverResources current_resources() const;
   // recover()'s outcome: log lines, Events, status errors and metrics (gpu_backend_recovery.cpp).
   void report_recovery(const claims::RecoveryReport& report);
+  void report_gone_claims(const GoneClaimReport& report);
   void wire_passthrough(Parts& p, claims::GpuClaimHandlerOptions& ho, const config::Options& o);
   // start()'s phases, in order (gpu_backend.cpp).
   boost::asio::awaitable<Status> open_gpus(Parts& p);
@@ -47,7 +53,6 @@ class GpuBackend final : public DriverBackend {
                                               const std::string& data_dir);
   claims::GpuClaimHandlerOptions handler_options(const Parts& p, const std::string& data_dir);
   boost::asio::awaitable<void> rebuild_claims(Parts& p, k8s::ApiServer* api);
-  boost::asio::awaitable<void> recover_claims(Parts& p, bool have_api);
   void watch_health(Parts& p);
 
   RunContext& ctx_;

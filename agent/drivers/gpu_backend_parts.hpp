@@ -48,6 +48,8 @@ struct GpuBackend::Parts {
   claims::FmOpener fm_retry;  // set when FM is expected but did not answer at start
   std::unique_ptr<claims::GpuClaimHandler> handler;
   std::unique_ptr<DeviceHealthMonitor> health;  // NVMLDeviceHealthCheck only
+  // Completed claims the API was not asked about yet (none without an API server): run()'s sweep.
+  std::vector<kubelet::ClaimRef> unverified;
 };
 
 // PassthroughSupport at start (worker pool): checks the host, reads the PCI GPUs, adds the twins.

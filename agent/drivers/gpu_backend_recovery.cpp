@@ -8,6 +8,7 @@
 #include "agent/config/options.hpp"
 #include "agent/drivers/event_reporting.hpp"
 #include "agent/drivers/gpu_backend.hpp"
+#include "agent/drivers/gone_claim_sweep.hpp"
 #include "agent/drivers/gpu_backend_parts.hpp"
 #include "agent/runtime/worker_pool.hpp"
 #include "agent/metrics/metrics.hpp"
@@ -49,12 +50,20 @@ boost::asio::awaitable<std::string> GpuBackend::driver_changed() {
   }
 }
 
+void GpuBackend::report_gone_claims(const GoneClaimReport& report) {
+  auto log = nvdra::logger(config::kGpuDriverName);
+  for (const auto& uid : report.unprepared) log->info("claim uid={} gone from the API: unprepared", uid);
+  for (const auto& e : report.errors) {
+    log->warn("recovery: {}", e);
+    ctx_.status.record_error(config::kGpuDriverName, "recovery: " + e);
+  }
+}
+
 void GpuBackend::report_recovery(const claims::RecoveryReport& report) {
   auto log = nvdra::logger(config::kGpuDriverName);
   const auto& node = ctx_.options.node_name;
   const std::string driver = config::kGpuDriverName;
   for (const auto& uid : report.rolled_back) log->info("claim uid={} unfinished prepare rolled back", uid);
-  for (const auto& uid : report.unprepared) log->info("claim uid={} gone from the API: unprepared", uid);
   for (const auto& f : report.orphan_specs) {
     log->warn("cdi spec={} owned by no claim: removed", f);
     warn_about_node(events_, node, kReasonCdiSpecRemoved, kActionRecoverCdiSpecs,

@@ -201,6 +201,10 @@ void PluginServer::on_registration(std::function<void(const RegistrationStatus&)
   impl_->listeners.push_back(std::move(fn));
 }
 
+boost::asio::awaitable<UnprepareResults> PluginServer::unprepare(std::vector<ClaimRef> claims) {
+  co_return co_await impl_->dra.unprepare(std::move(claims));
+}
+
 std::size_t PluginServer::live_calls() const { return impl_->dra_calls.live() + impl_->registration_calls.live(); }
 
 }  // namespace nvdra::kubelet

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/kubelet/dra_service.hpp"
 #include "agent/kubelet/plugin_sockets.hpp"
 
 namespace nvdra::kubelet {
@@ -67,6 +68,10 @@ class PluginServer {
   // io_context thread.
   const RegistrationStatus& registration() const;
   void on_registration(std::function<void(const RegistrationStatus&)> fn);
+
+  // The agent's own unprepare of claims (one the API no longer has), through what kubelet's calls go
+  // through: the claims' locks and the handler. io_context thread; cancellable as kubelet's calls are.
+  boost::asio::awaitable<UnprepareResults> unprepare(std::vector<ClaimRef> claims);
 
   // In-flight RPC coroutines on both sockets; any thread (tests, shutdown checks).
   std::size_t live_calls() const;

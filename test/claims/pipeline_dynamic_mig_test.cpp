@@ -79,7 +79,7 @@ class DynamicMigTest : public ::testing::Test {
   Result<std::vector<kubelet::PreparedDevice>> prepare(const kubelet::ClaimRef& c) { return run(handler_->prepare(c)); }
   Status unprepare(const kubelet::ClaimRef& c) { return run(handler_->unprepare(c)); }
   RecoveryReport recover() {
-    return run(handler_->recover([](kubelet::ClaimRef) -> asio::awaitable<Result<bool>> { co_return true; }));
+    return run(handler_->recover());
   }
   std::vector<std::string> instances(const std::string& gpu) {
     std::vector<std::string> out;

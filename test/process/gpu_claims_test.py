@@ -2,6 +2,7 @@
 sockets, claims allocated in the API-server double, the mock NVML on a fake driver and host root.
 Each scenario checks the answer kubelet gets, the CDI files and the checkpoint on disk."""
 import os
+import re
 import signal
 import stat
 import time
@@ -171,12 +172,22 @@ class GpuClaims(unittest.TestCase):
         self.assertEqual(self.node.gpu().unprepare([claim]), {claim.uid: ""})
         self.assert_clean()
 
-    def test_claims_deleted_while_the_agent_was_down_are_unprepared_at_start(self):
-        claim = self.node.allocate("gone", [("gpu", self.full_gpus[0])])
-        self.prepare_ok([claim])
+    def test_claims_deleted_while_the_agent_was_down_are_unprepared_once_it_serves(self):
+        gone = self.node.allocate("gone", [("gpu", self.full_gpus[0])])
+        kept = self.node.allocate("kept", [("gpu", self.full_gpus[1])])
+        self.prepare_ok([gone, kept])
         self.assertEqual(self.node.stop(), 0)
-        self.node.delete_claim(claim)
+        self.node.delete_claim(gone)
         self.node.start()
+        # The start reads no claim (with 1,000 claims that was 1,000 reads before kubelet was served, issue #33):
+        # the agent is ready first, then its sweep asks about each claim and unprepares the one that is gone.
+        swept = self.node.wait_log(rf"claim uid={gone.uid} gone from the API: unprepared")
+        ready = re.search(r" agent: ready ", self.node.agent_log())
+        self.assertIsNotNone(ready)
+        self.assertLess(ready.start(), swept.start())
+        self.assertEqual(list(self.node.checkpoint()), [kept.uid])
+        self.assertEqual(self.node.cdi_files(), [claim_file(kept)])
+        self.assertEqual(self.node.gpu().unprepare([kept]), {kept.uid: ""})
         self.assert_clean()
 
     def test_kill_9_during_a_burst_then_restart_is_consistent(self):

@@ -14,7 +14,6 @@ namespace nvdra::claims {
 
 struct RecoveryReport {
   std::vector<std::string> rolled_back;    // PrepareStarted claims undone (UIDs)
-  std::vector<std::string> unprepared;     // completed claims whose API object is gone
   std::vector<std::string> orphan_specs;   // CDI claim spec files no checkpoint entry owned
   std::vector<std::string> orphan_migs;    // DynamicMIG: MIG devices no prepared claim owned, destroyed
   std::vector<std::string> recreated_migs; // DynamicMIG: "<claim uid>/<device>" found missing and recreated
