@@ -196,7 +196,7 @@ boost::asio::awaitable<Status> GpuBackend::open_handler(Parts& p, const std::sha
                                                         const std::string& data_dir) {
   const auto& o = ctx_.options;
   p.committer = std::make_unique<claims::CheckpointCommitter>(ctx_.executor, ctx_.workers, *p.store,
-                                                              p.startup.checkpoint);
+                                                              std::move(p.startup.checkpoint));  // its last use
   p.source = std::make_unique<ApiClaimSource>(api, config::kGpuDriverName);
   claims::GpuClaimHandlerOptions ho = handler_options(p, data_dir);
   const claims::FabricGates fabric_gates{o.gates.enabled(config::gate::kFabricManagerPartitioning),
