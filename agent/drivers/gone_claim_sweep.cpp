@@ -16,6 +16,7 @@ boost::asio::awaitable<GoneClaimReport> sweep_gone_claims(std::vector<kubelet::C
   for (auto& claim : candidates) {
     if (!with.still_prepared(claim)) continue;
     auto exists = co_await with.exists(claim);
+    ++report.asked;
     if (!exists) {
       report.errors.push_back("claim " + claim.describe() + ": cannot tell whether the API still has it (" +
                               exists.error().describe() + "): kept prepared");

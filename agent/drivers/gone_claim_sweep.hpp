@@ -16,6 +16,7 @@
 // io_context thread only; cancellable between claims and inside each read or unprepare.
 #include <boost/asio/awaitable.hpp>
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
@@ -34,6 +35,7 @@ struct GoneClaimSweep {
 };
 
 struct GoneClaimReport {
+  std::size_t asked = 0;                // claims read from the API
   std::vector<std::string> unprepared;  // UIDs
   std::vector<std::string> errors;      // a failed read or unprepare, naming the claim
 };

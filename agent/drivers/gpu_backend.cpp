@@ -267,7 +267,9 @@ boost::asio::awaitable<void> GpuBackend::run() {
         },
         [source = parts_->source.get()](kubelet::ClaimRef c) { return claims::claim_exists(*source, std::move(c)); },
         unprepare_};
-    report_gone_claims(co_await sweep_gone_claims(std::move(candidates), with));
+    const auto began = std::chrono::steady_clock::now();
+    const auto report = co_await sweep_gone_claims(std::move(candidates), with);
+    report_gone_claims(report, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began));
   }
   co_await DriverBackend::run();
 }

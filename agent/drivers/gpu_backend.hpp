@@ -4,6 +4,7 @@
 // data directory, and the GpuClaimHandler over them. start() repairs what a crash left behind
 // (claims::GpuClaimHandler::recover) before kubelet is served, and unprepares the claims deleted
 // while the agent was down once it serves (gone_claim_sweep.hpp).
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -44,7 +45,7 @@ class GpuBackend final : public DriverBackend {
   DriverResources current_resources() const;
   // recover()'s outcome: log lines, Events, status errors and metrics (gpu_backend_recovery.cpp).
   void report_recovery(const claims::RecoveryReport& report);
-  void report_gone_claims(const GoneClaimReport& report);
+  void report_gone_claims(const GoneClaimReport& report, std::chrono::duration<double, std::milli> took);
   void wire_passthrough(Parts& p, claims::GpuClaimHandlerOptions& ho, const config::Options& o);
   // start()'s phases, in order (gpu_backend.cpp).
   boost::asio::awaitable<Status> open_gpus(Parts& p);

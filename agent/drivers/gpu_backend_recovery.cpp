@@ -50,9 +50,11 @@ boost::asio::awaitable<std::string> GpuBackend::driver_changed() {
   }
 }
 
-void GpuBackend::report_gone_claims(const GoneClaimReport& report) {
+void GpuBackend::report_gone_claims(const GoneClaimReport& report, std::chrono::duration<double, std::milli> took) {
   auto log = nvdra::logger(config::kGpuDriverName);
   for (const auto& uid : report.unprepared) log->info("claim uid={} gone from the API: unprepared", uid);
+  log->info("driver={} asked the API about {} prepared claim(s) in {:.0f} ms: {} gone", config::kGpuDriverName,
+            report.asked, took.count(), report.unprepared.size());
   for (const auto& e : report.errors) {
     log->warn("recovery: {}", e);
     ctx_.status.record_error(config::kGpuDriverName, "recovery: " + e);

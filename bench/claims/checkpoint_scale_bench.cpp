@@ -7,7 +7,8 @@
 // bytes written and fsyncs per prepare, and references measured in the same run: "full" (every save
 // re-encodes every claim, two saves: the encoding before issue #33) and "floor" (writing and fsyncing
 // the same bytes once, and twice, with no encoding at all: what one JSON file rewritten per commit
-// costs whatever the encoder does). Writes JSON to stdout; a benchmark, not a test.
+// costs whatever the encoder does), and the checkpoint's part of a start with that many claims (open and
+// load: read, parse, verify). Writes JSON to stdout; a benchmark, not a test.
 // Run: build/bench/claims/claims_checkpoint_scale_bench [--rounds N] [--dir D] [--claims N (one point)]
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -148,6 +149,29 @@ std::vector<double> floor_us(const std::string& dir, std::size_t size, int round
   return us;
 }
 
+// The checkpoint's part of a start with `held` claims: open (the lock) and load (read, parse, verify both
+// checksums) of the file the measured saves left, as the agent's start does; p50 in µs.
+double load_us(const std::string& dir, int held, int rounds) {
+  std::filesystem::remove_all(dir);
+  {
+    auto file = claims::FileCheckpointStore::open({dir}).value();
+    claims::Checkpoint cp;
+    cp.node_boot_id = "8f5a3d1e-2c4b-4e6f-9a1b-3c5d7e9f1a2b";
+    for (int i = 0; i < held; ++i) cp.claims[uid(i)] = claim(i, claims::ClaimState::kPrepareCompleted);
+    if (!file->save(cp)) std::abort();
+  }
+  std::vector<double> us;
+  for (int r = 0; r < rounds; ++r) {
+    const auto t0 = Clock::now();
+    auto file = claims::FileCheckpointStore::open({dir}).value();
+    auto loaded = file->load();
+    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    if (!loaded || !loaded->checkpoint || loaded->checkpoint->claims.size() != static_cast<std::size_t>(held))
+      std::abort();  // the claims saved must come back
+  }
+  return pct(us, 50);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -167,6 +191,7 @@ int main(int argc, char** argv) {
     const auto size = static_cast<std::size_t>(plain.bytes_per_prepare);
     const auto floor = floor_us(dir, size, rounds, 1);
     const auto floor2 = floor_us(dir, size, rounds, 2);
+    const double load = load_us(dir, held, rounds);
     json::object p;
     p["claims"] = held;
     p["prepare_p50_us"] = pct(plain.prepare_us, 50);
@@ -182,6 +207,7 @@ int main(int argc, char** argv) {
     p["full_encode_prepare_p50_us"] = pct(full.prepare_us, 50);
     p["floor_prepare_p50_us"] = pct(floor, 50);
     p["recorded_floor_prepare_p50_us"] = pct(floor2, 50);
+    p["load_p50_us"] = load;
     points.push_back(std::move(p));
     std::cerr << "claims=" << held << " prepare p50 " << pct(plain.prepare_us, 50) << " us (floor " << pct(floor, 50)
               << "), with the record " << pct(recorded.prepare_us, 50) << " us (floor " << pct(floor2, 50)

@@ -9,7 +9,8 @@ Scenarios:
            fsyncs per prepare, against two references measured in the same run: every save re-encoding every
            claim (the encoding before #33) and the floor (writing and fsyncing the same bytes, no encoding);
            and on the whole node, nvdra's agent beside upstream's gpu-kubelet-plugin with the same claims already
-           prepared: one more claim's prepare/unprepare p50/p99 through gRPC, checkpoint size, RSS
+           prepared: one more claim's prepare/unprepare p50/p99 through gRPC, checkpoint size, RSS, and the start
+           with that checkpoint (stopped and started again on it; the bench adds the checkpoint's open + load)
            (bench/scenario/scale_claims_node.py; root and NVDRA_UPSTREAM_DIR, else the JSON says not run); and
            nvdra's prepare at 1,000 claims against 1 claim on two nodes probed in turn (node_pair: the ratio
            with both counts on the same minutes of the disk).
@@ -92,11 +93,27 @@ def _cost_panel(ax, pts, title):
     ax.legend(fontsize=7)
 
 
+def _start_panel(ax, table):
+    """Start-up with that checkpoint: each side stopped and started again on its claims (exec to registered and
+    published), and the checkpoint's own part (the bench's open + load, on the disk)."""
+    node = table.get("node", {})
+    for which, style in (("nvdra", "o-"), ("upstream", "s--")):
+        pts = [p for p in node.get(which, []) if "start_ms" in p]
+        ax.plot([p["claims"] for p in pts], [p["start_ms"] for p in pts], style, label=f"{which} start with the claims")
+    pts = table["disk"]["points"]
+    if all("load_p50_us" in p for p in pts):
+        ax.plot([p["claims"] for p in pts], [p["load_p50_us"] / 1000 for p in pts], "^:",
+                label="nvdra checkpoint open + load (read, parse, both checksums)")
+    ax.set(xscale="log", yscale="log", xlabel="claims already prepared on the node", ylabel="ms",
+           title="Start-up with that checkpoint")
+    ax.legend(fontsize=7)
+
+
 def draw_claims(table, png):
     import matplotlib  # noqa: PLC0415  (only drawing needs it; the JSON is written first)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
-    fig, (disk, memory, written, node) = plt.subplots(1, 4, figsize=(20, 4.2))
+    fig, (disk, memory, written, node, start) = plt.subplots(1, 5, figsize=(25, 4.2))
     _cost_panel(disk, table["disk"]["points"], "Checkpoint cost of one prepare (disk)")
     _cost_panel(memory, table["memory"]["points"], "Same on tmpfs: the CPU part")
     pts = table["disk"]["points"]
@@ -114,6 +131,7 @@ def draw_claims(table, png):
         node.text(0.02, 0.02, "nvdra, %d claims against 1 on two nodes in turn: prepare %.2fx, unprepare %.2fx"
                   % (pair["claims"]["high"], pair["ratio_p50"], pair["unprepare_ratio_p50"]),
                   transform=node.transAxes, fontsize=7)
+    _start_panel(start, table)
     fig.tight_layout()
     fig.savefig(png, dpi=80)
 

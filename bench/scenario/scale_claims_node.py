@@ -4,8 +4,10 @@ bench/scenario/versus_upstream.py starts them; root and NVDRA_UPSTREAM_DIR), eac
 already prepared (adminAccess on the node's whole GPUs, prepared through the kubelet double in batches of 100 as
 kubelet may send them). At each count: `rounds` prepare + unprepare of one more claim through the compiled gRPC
 client (bench/kubelet/claim_client.cpp), both sides at equal client limits (QPS and burst 1000, as
-versus_upstream.py's equal phases: upstream's default limits would show its rate limiter): p50/p99 in us, the GPU checkpoint's size, the side's RSS. The counts
-grow on one start of each side (the claims stay prepared between points); between the sides the checkpoint is
+versus_upstream.py's equal phases: upstream's default limits would show its rate limiter): p50/p99 in us, the GPU
+checkpoint's size, the side's RSS; then the side is stopped and started again on that checkpoint three times
+(start-up with it: exec to registered and published, the median; RSS once ready). The counts grow on one side's
+run (the claims stay prepared between points and across its restarts); between the sides the checkpoint is
 emptied by unpreparing every claim, so that neither side takes over the other's claims."""
 import json
 import os
@@ -60,6 +62,32 @@ def _probe(sides, node, client_bin, which, rounds):
     return json.loads(out.stdout)
 
 
+RESTARTS = 3
+
+
+def _restart(sides, which, ckpt, held):
+    """Start-up with that checkpoint: the side stopped and started again on the node RESTARTS times, its `held`
+    claims still prepared. start_ms is the median of Sides.start's (exec to the last registration or slice write),
+    start_ms_all each; rss_after_start_kb once the last start is ready. The checkpoint must still name every claim
+    after each start (the claims are unprepared through the last start later)."""
+    starts = []
+    for _ in range(RESTARTS):
+        sides.stop(which)
+        starts.append(round(sides.start(which, True)[0], 2))
+        kept = _checkpoint_claims(ckpt)
+        if kept != held:
+            raise RuntimeError(f"{which} started with {kept} claims in its checkpoint, not the {held} prepared")
+    return {"start_ms": sorted(starts)[len(starts) // 2], "start_ms_all": starts, "rss_after_start_kb": sides.rss()[0]}
+
+
+def _checkpoint_claims(path):
+    """The claims the GPU checkpoint names (both sides write upstream's format: v2, else v1)."""
+    from gpu_node import read_live_checkpoint  # noqa: PLC0415  (test/lib is on the path once versus_upstream is imported)
+    data = read_live_checkpoint(path)
+    section = data.get("v2") or data.get("v1") or {}
+    return len(section.get("preparedClaims") or {})
+
+
 def _side(sides, node, client_bin, which, counts, rounds):
     """One start of `which`; the claims grow to each count in turn. Returns the points."""
     um, gpus, points, held = _upstream_node(), vu.whole_gpus("dgx-a100"), [], []
@@ -80,6 +108,8 @@ def _side(sides, node, client_bin, which, counts, rounds):
                      "unprepare_p50_us": vu.pct(one["unprepare_us"], 50),
                      "unprepare_p99_us": vu.pct(one["unprepare_us"], 99),
                      "checkpoint_bytes": os.path.getsize(ckpt), "rss_kb": sides.rss()[0]}
+            point.update(_restart(sides, which, ckpt, n))
+            plugin = sides.plugins[um.GPU]  # the restarted side's: the next claims, and the unprepare, go to it
             sys.stderr.write(f"claims, {which} on the node: {point}\n")
             points.append(point)
         _in_batches(plugin.unprepare, held)  # the next side starts on an empty checkpoint

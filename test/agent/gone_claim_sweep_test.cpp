@@ -80,6 +80,7 @@ TEST(GoneClaimSweep, UnpreparesOnlyClaimsTheApiNoLongerHas) {
   auto report = w.run({{"default", "gone", "uid-gone"}, {"default", "kept", "uid-kept"},
                        {"default", "unknown", "uid-unknown"}});
   EXPECT_THAT(w.reads, ElementsAre("gone", "kept", "unknown"));
+  EXPECT_EQ(report.asked, 3u);
   EXPECT_THAT(w.unprepares, ElementsAre("uid-gone"));
   EXPECT_THAT(report.unprepared, ElementsAre("uid-gone"));
   ASSERT_EQ(report.errors.size(), 1u);
@@ -96,6 +97,7 @@ TEST(GoneClaimSweep, LeavesClaimsKubeletUnpreparedFirst) {
   w.unprepared_during_read = {"uid-during"};  // and "during" while its read was on the way
   auto report = w.run({{"default", "early", "uid-early"}, {"default", "during", "uid-during"}});
   EXPECT_THAT(w.reads, ElementsAre("during"));
+  EXPECT_EQ(report.asked, 1u);
   EXPECT_TRUE(w.unprepares.empty());
   EXPECT_TRUE(report.unprepared.empty());
   EXPECT_TRUE(report.errors.empty());

@@ -185,6 +185,7 @@ class GpuClaims(unittest.TestCase):
         ready = re.search(r" agent: ready ", self.node.agent_log())
         self.assertIsNotNone(ready)
         self.assertLess(ready.start(), swept.start())
+        self.node.wait_log(r"driver=gpu\.nvidia\.com asked the API about 2 prepared claim\(s\) in \d+ ms: 1 gone")
         self.assertEqual(list(self.node.checkpoint()), [kept.uid])
         self.assertEqual(self.node.cdi_files(), [claim_file(kept)])
         self.assertEqual(self.node.gpu().unprepare([kept]), {kept.uid: ""})
