@@ -1,7 +1,7 @@
 #pragma once
 // sweep_gone_claims — the prepared claims the API no longer has (deleted while the agent was down)
 // are unprepared in the background once the driver serves, not one claim read each before kubelet
-// is served: at 1,000 prepared claims those reads kept the GPU driver from registering for ~0.35 s
+// is served: at 1,000 prepared claims those reads kept the GPU driver from registering for ~0.3 s
 // with unlimited claim reads, and for ~18 s at the default --claim-read-qps (issue #33). Upstream's
 // plugin runs its stale-claim cleanup in the background too (reference §6.4, PrepareStarted claims
 // only; kubelet unprepares the rest as their pods go).
