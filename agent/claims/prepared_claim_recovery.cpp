@@ -87,10 +87,14 @@ boost::asio::awaitable<void> GpuClaimHandler::undo_unfinished(RecoveryReport& re
 // recover, in apply order; each step's error is reported and the next step still runs.
 boost::asio::awaitable<void> GpuClaimHandler::repair_completed(const MissingMigs* missing_migs,
                                                                RecoveryReport& report) {
-  const GpuRecovery recovery{RecoveryPass::kRepair, &report, missing_migs};
   std::vector<kubelet::ClaimRef> completed;
+  std::vector<std::string> uids;
   for (const auto& [uid, entry] : committer_.current().claims)
-    if (entry.state == ClaimState::kPrepareCompleted) completed.push_back({entry.ns, entry.name, uid});
+    if (entry.state == ClaimState::kPrepareCompleted) completed.push_back({entry.ns, entry.name, uid}), uids.push_back(uid);
+  // Every claim's spec read in one pool job; the walk's claim spec step looks again only at the others.
+  const auto intact = co_await pool_.run([this, &uids] { return intact_claim_specs(*services_, uids); });
+  GpuRecovery recovery{RecoveryPass::kRepair, &report, missing_migs};
+  recovery.intact_specs = &intact;
   for (const auto& claim : completed) {
     GpuPrepare kept{*services_, claim, {}};
     kept.recovery = &recovery;

@@ -100,6 +100,15 @@ Status repair_spec(const GpuServices& node, const kubelet::ClaimRef& claim, cons
 
 }  // namespace
 
+std::set<std::string> intact_claim_specs(const GpuServices& node, const std::vector<std::string>& uids) {
+  std::set<std::string> out;
+  for (const auto& uid : uids)
+    if (auto damage = damage_of(node, cdi::transient_spec_name(cdi::kGpuVendor, cdi::kClaimClass, uid));
+        damage && damage->empty())
+      out.insert(uid);
+  return out;
+}
+
 boost::asio::awaitable<Result<bool>> ensure_claim_spec(const GpuServices& node, const kubelet::ClaimRef& claim,
                                                        const CheckpointedClaim& entry) {
   auto groups = decode_prepared_groups(entry.prepared_devices, claim.describe());

@@ -52,6 +52,7 @@ void record_adopted(GpuPrepare& c) {
 
 // kRepair: the entry as it is now (the dynamic MIG step may have just recorded new MIG ids).
 boost::asio::awaitable<Status> repair(GpuPrepare& c) {
+  if (c.recovery->intact_specs && c.recovery->intact_specs->count(c.claim.uid)) co_return Status{};
   const auto entry = c.node.committer.current().claims.at(c.claim.uid);  // a copy: commits change the map
   auto spec = co_await ensure_claim_spec(c.node, c.claim, entry);
   if (!spec) co_return spec.error();
