@@ -65,7 +65,7 @@ def _probe(sides, node, client_bin, which, rounds):
 RESTARTS = 3
 
 
-def _restart(sides, which, ckpt, held):
+def _restart(sides, which, held):
     """Start-up with that checkpoint: the side stopped and started again on the node RESTARTS times, its `held`
     claims still prepared. start_ms is the median of Sides.start's (exec to the last registration or slice write),
     start_ms_all each; rss_after_start_kb once the last start is ready. The checkpoint must still name every claim
@@ -74,18 +74,10 @@ def _restart(sides, which, ckpt, held):
     for _ in range(RESTARTS):
         sides.stop(which)
         starts.append(round(sides.start(which, True)[0], 2))
-        kept = _checkpoint_claims(ckpt)
+        kept = len(sides.node.checkpoint())  # the GPU checkpoint's claims (both sides write upstream's v2)
         if kept != held:
             raise RuntimeError(f"{which} started with {kept} claims in its checkpoint, not the {held} prepared")
     return {"start_ms": sorted(starts)[len(starts) // 2], "start_ms_all": starts, "rss_after_start_kb": sides.rss()[0]}
-
-
-def _checkpoint_claims(path):
-    """The claims the GPU checkpoint names (both sides write upstream's format: v2, else v1)."""
-    from gpu_node import read_live_checkpoint  # noqa: PLC0415  (test/lib is on the path once versus_upstream is imported)
-    data = read_live_checkpoint(path)
-    section = data.get("v2") or data.get("v1") or {}
-    return len(section.get("preparedClaims") or {})
 
 
 def _side(sides, node, client_bin, which, counts, rounds):
@@ -108,7 +100,7 @@ def _side(sides, node, client_bin, which, counts, rounds):
                      "unprepare_p50_us": vu.pct(one["unprepare_us"], 50),
                      "unprepare_p99_us": vu.pct(one["unprepare_us"], 99),
                      "checkpoint_bytes": os.path.getsize(ckpt), "rss_kb": sides.rss()[0]}
-            point.update(_restart(sides, which, ckpt, n))
+            point.update(_restart(sides, which, n))
             plugin = sides.plugins[um.GPU]  # the restarted side's: the next claims, and the unprepare, go to it
             sys.stderr.write(f"claims, {which} on the node: {point}\n")
             points.append(point)
