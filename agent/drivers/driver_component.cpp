@@ -51,7 +51,7 @@ void ensure_private_dir(const fs::path& dir) {
 }  // namespace
 
 DriverComponent::DriverComponent(config::DriverKind kind, RunContext& ctx)
-    : kind_(kind), ctx_(ctx) {
+    : kind_(kind), ctx_(ctx), quiet_trim_(ctx.executor, ctx.workers) {
   const auto cfg = plugin_config();
   // Checked now so a path that cannot work stops start-up with one clear line, not a restart loop.
   (void)kubelet::socket_paths(cfg.driver_name, cfg.registrar_dir, cfg.plugin_data_dir, cfg.rolling_update_uid);
@@ -156,6 +156,7 @@ boost::asio::awaitable<void> DriverComponent::serve() {
   publishing.watch = ctx_.server_facts.slices(ctx_.executor, api);
   publisher_ = std::make_unique<k8s::SlicePublisher>(ctx_.executor, std::move(api), std::move(publishing));
   publisher_->on_converged([this] {
+    quiet_trim_.request();  // what encoding, sending and comparing the slices allocated is free now
     ctx_.readiness.satisfy(published_condition(kind_));
     if (!published_) {
       published_ = true;
@@ -195,7 +196,7 @@ boost::asio::awaitable<void> DriverComponent::start_and_publish(std::shared_ptr<
     event_claims_ = std::make_unique<EventReportingHandler>(*metered_, *events_);
     served = event_claims_.get();
   }
-  trimming_ = std::make_unique<HeapTrimmingHandler>(ctx_.executor, ctx_.workers, *served);
+  trimming_ = std::make_unique<HeapTrimmingHandler>(*served, quiet_trim_);
   served = trimming_.get();
 
   plugin_ = std::make_unique<kubelet::PluginServer>(ctx_.executor, plugin_config(), *served, backend_->health());

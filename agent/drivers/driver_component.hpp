@@ -14,6 +14,7 @@
 #include "agent/config/options.hpp"
 #include "agent/drivers/driver_backend.hpp"
 #include "agent/drivers/metered_claim_handler.hpp"
+#include "agent/drivers/quiet_trim.hpp"
 #include "agent/drivers/status_reporting.hpp"
 #include "agent/kubelet/plugin_server.hpp"
 
@@ -73,7 +74,8 @@ class DriverComponent final : public Component {
   std::unique_ptr<StatusReportingHandler> claims_;
   std::unique_ptr<MeteredClaimHandler> metered_;  // nvidia_dra_* around claims_
   std::unique_ptr<kubelet::ClaimHandler> event_claims_;
-  std::unique_ptr<kubelet::ClaimHandler> trimming_;  // outermost: trims the heap after a burst
+  QuietTrim quiet_trim_;  // the heap trimmed after a burst of claim calls, and after the slices are stored
+  std::unique_ptr<kubelet::ClaimHandler> trimming_;  // outermost: tells quiet_trim_ of each call
   std::unique_ptr<kubelet::PluginServer> plugin_;
   std::unique_ptr<k8s::SlicePublisher> publisher_;
   bool published_ = false;

@@ -173,6 +173,16 @@ def _wait_port(port, proc, timeout):
     raise TimeoutError(f"pb2json-proxy not listening on {port} within {timeout}s")
 
 
+def complete_pool(slices):
+    """Whether `slices` (one driver's on one node) hold its pool whole: the newest generation's slice count is
+    what they say the pool has."""
+    if not slices:
+        return False
+    newest = max(s["spec"]["pool"]["generation"] for s in slices)
+    current = [s for s in slices if s["spec"]["pool"]["generation"] == newest]
+    return len(current) == current[0]["spec"]["pool"]["resourceSliceCount"]
+
+
 class UpstreamPlugins:
     """Upstream's plugins of `drivers` on `node` (a SimulatedNode built by upstream_node()):
     the node's API double (through pb2json-proxy), registrar, plugins and CDI directories, driver and host
@@ -290,18 +300,21 @@ class UpstreamPlugins:
         return self
 
     def wait_published(self, timeout=60):
+        """Until every driver's pool is whole: as many slices of its newest generation as each says the pool
+        has (spec.pool.resourceSliceCount; a DynamicMIG node's pool spans several slices)."""
         deadline = time.monotonic() + timeout
         want = [d for d in self.drivers]
         while True:
             slices = self.node.api.objects("resource.k8s.io/v1", "resourceslices", f"spec.nodeName={self.node.node}")
-            have = {s["spec"]["driver"] for s in slices}
+            have = {d for d in want if complete_pool([s for s in slices if s["spec"]["driver"] == d])}
             if all(d in have for d in want):
                 return
             for d, p in self.procs.items():
                 if p.poll() is not None:
                     raise RuntimeError(f"{PROGRAM[d]} exited with {p.returncode}")
             if time.monotonic() > deadline:
-                raise TimeoutError(f"no ResourceSlices of {want} within {timeout}s (have {sorted(have)})")
+                raise TimeoutError(f"the ResourceSlice pools of {want} not whole within {timeout}s "
+                                   f"(whole: {sorted(have)})")
             time.sleep(0.01)  # the double's store is the event source; polled with a deadline
 
     def gpu(self):

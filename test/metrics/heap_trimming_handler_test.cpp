@@ -1,5 +1,5 @@
 // HeapTrimmingHandler: one trim once the last call of a burst has ended and the quiet period
-// passed, failed calls included; none once the decorator is gone.
+// passed, failed calls included; none once its QuietTrim is gone.
 #include "agent/drivers/heap_trimming_handler.hpp"
 
 #include <gtest/gtest.h>
@@ -58,10 +58,11 @@ TEST(HeapTrimmingHandler, TrimsOnceAfterTheLastCallOfABurstEnded) {
   runtime::WorkerPool workers(1);
   GatedHandler inner(io);
   std::atomic<int> trims{0};
-  HeapTrimmingHandler h(io.get_executor(), workers, inner, std::chrono::milliseconds(1), [&] {
+  QuietTrim trim(io.get_executor(), workers, std::chrono::milliseconds(1), [&] {
     ++trims;
     io.stop();
   });
+  HeapTrimmingHandler h(inner, trim);
   asio::co_spawn(io, h.prepare(ref("a")), asio::detached);
   asio::co_spawn(io, h.unprepare(ref("b")), asio::detached);
   asio::co_spawn(io, h.prepare(ref("c")), asio::detached);
@@ -77,10 +78,11 @@ TEST(HeapTrimmingHandler, AFailedCallEndsTheBurstToo) {
   GatedHandler inner(io);
   inner.fail = true;
   std::atomic<int> trims{0};
-  HeapTrimmingHandler h(io.get_executor(), workers, inner, std::chrono::milliseconds(1), [&] {
+  QuietTrim trim(io.get_executor(), workers, std::chrono::milliseconds(1), [&] {
     ++trims;
     io.stop();
   });
+  HeapTrimmingHandler h(inner, trim);
   bool failed = false;
   asio::co_spawn(io, [&]() -> asio::awaitable<void> { failed = !(co_await h.prepare(ref("a"))).ok(); },
                  asio::detached);
@@ -90,13 +92,14 @@ TEST(HeapTrimmingHandler, AFailedCallEndsTheBurstToo) {
   EXPECT_TRUE(failed);
 }
 
-TEST(HeapTrimmingHandler, NoTrimOnceTheDecoratorIsGone) {
+TEST(HeapTrimmingHandler, NoTrimOnceItsQuietTrimIsGone) {
   asio::io_context io;
   runtime::WorkerPool workers(1);
   GatedHandler inner(io);
   std::atomic<int> trims{0};
   {
-    HeapTrimmingHandler h(io.get_executor(), workers, inner, std::chrono::hours(1), [&] { ++trims; });
+    QuietTrim trim(io.get_executor(), workers, std::chrono::hours(1), [&] { ++trims; });
+    HeapTrimmingHandler h(inner, trim);
     asio::co_spawn(io, h.prepare(ref("a")), asio::detached);
     io.poll();
     inner.release();

@@ -8,6 +8,7 @@ import tempfile
 import unittest
 
 from apiserver_double import start_in
+from gpu_node import SimulatedNode
 from kubelet_double import KubeletDouble
 from nvdra_testlib import BINARY_DIR, AgentDirs, NotifySocket, clean_env, start_agent, stop_agent
 
@@ -98,6 +99,18 @@ class PublishesEveryProfile(unittest.TestCase):
         self.assertTrue(mig)
         for name in mig:
             self.assertEqual(devices[name]["attributes"]["type"], {"string": "mig"})
+
+
+class HeapTrimmedOncePublished(unittest.TestCase):
+    def test_the_heap_is_trimmed_once_the_slices_are_stored(self):
+        """Encoding, sending and comparing the slices frees megabytes on a big node that glibc keeps resident
+        until malloc_trim: once the slices are stored (no claim call has come), the agent trims its heap."""
+        node = SimulatedNode(profile="hgx-h100", args=["--log-level=debug"])
+        self.addCleanup(node.cleanup)
+        node.start()
+        self.assertNotIn("NodePrepareResources", node.agent_log())
+        trimmed = node.wait_log(r"heap trimmed: resident (\d+) -> (\d+) kB")
+        self.assertGreater(int(trimmed.group(2)), 0)
 
 
 if __name__ == "__main__":
