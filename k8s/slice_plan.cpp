@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "k8s/slice_names.hpp"
 #include "k8s/taint_rules.hpp"
@@ -48,6 +49,64 @@ void chunk_devices(std::vector<PublishedDevice> devices, std::size_t limit, std:
   }
 }
 
+// Devices by slice group, groups in the order they first appear in `devices`; devices without a
+// group last, under the empty key. The group is dropped: it is not part of what is stored.
+std::vector<std::pair<std::string, std::vector<PublishedDevice>>> by_group(std::vector<PublishedDevice> devices) {
+  std::vector<std::pair<std::string, std::vector<PublishedDevice>>> groups;
+  std::vector<PublishedDevice> ungrouped;
+  for (auto& d : devices) {
+    auto key = std::exchange(d.slice_group, {});
+    if (key.empty()) {
+      ungrouped.push_back(std::move(d));
+      continue;
+    }
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {std::move(key), {}});
+    it->second.push_back(std::move(d));
+  }
+  if (!ungrouped.empty()) groups.emplace_back(std::string(), std::move(ungrouped));
+  return groups;
+}
+
+void sort_by_name(std::vector<PublishedDevice>& devices) {
+  std::sort(devices.begin(), devices.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+}
+
+// 1.35+: the counter sets in slices of their own, at most 8 a slice.
+void counter_slices(const DriverResources& desired, std::vector<SliceContent>& out) {
+  for (std::size_t i = 0; i < desired.shared_counters.size(); i += kMaxCounterSetsPerSlice) {
+    SliceContent c;
+    const auto end = std::min(desired.shared_counters.size(), i + kMaxCounterSetsPerSlice);
+    c.shared_counters.assign(desired.shared_counters.begin() + static_cast<std::ptrdiff_t>(i),
+                             desired.shared_counters.begin() + static_cast<std::ptrdiff_t>(end));
+    out.push_back(std::move(c));
+  }
+}
+
+// Upstream's layout under DynamicMIG (upstream-driver.md §1.1): 1.35+, the counter sets first (at most
+// 8 a slice; upstream puts them all in one, which a node of more than 8 GPUs cannot store), then one
+// slice per group; 1.34, one slice per group with the counter sets its devices consume. Devices are
+// in name order within a group.
+std::vector<SliceContent> plan_grouped(std::vector<PublishedDevice> devices, const DriverResources& desired,
+                                       CounterLayout layout, std::size_t limit) {
+  std::vector<SliceContent> out;
+  if (layout == CounterLayout::kSeparateSlices) counter_slices(desired, out);
+  for (auto& [key, members] : by_group(std::move(devices))) {
+    sort_by_name(members);
+    const auto first = out.size();
+    chunk_devices(std::move(members), limit, out);
+    // 1.34: a set travels with its consumers (a GPU's devices, far fewer than a slice holds).
+    if (layout == CounterLayout::kSeparateSlices) continue;
+    for (const auto& set : desired.shared_counters) {
+      const bool consumed = std::any_of(out[first].devices.begin(), out[first].devices.end(), [&](const auto& d) {
+        return !d.consumes_counters.empty() && d.consumes_counters.front().counter_set == set.name;
+      });
+      if (consumed) out[first].shared_counters.push_back(set);
+    }
+  }
+  return out;
+}
+
 std::vector<OwnerReference> node_owner(const PoolIdentity& pool) {
   return {OwnerReference{"v1", "Node", pool.node_name, pool.node_uid, true}};
 }
@@ -74,19 +133,15 @@ std::vector<SliceContent> plan_slices(const DriverResources& desired, const Slic
     devices.push_back(publishable(d, rules));
     fit_taints(devices.back(), layout);
   }
-  std::sort(devices.begin(), devices.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  const bool strict = layout == CounterLayout::kSeparateSlices && std::any_of(devices.begin(), devices.end(), advanced);
+  const std::size_t limit = strict ? kMaxDevicesPerSliceWithTaintsOrCounters : kMaxDevicesPerSlice;
+  if (std::any_of(devices.begin(), devices.end(), [](const auto& d) { return !d.slice_group.empty(); }))
+    return plan_grouped(std::move(devices), desired, layout, limit);
+  sort_by_name(devices);
   std::vector<SliceContent> out;
   if (layout == CounterLayout::kSeparateSlices || desired.shared_counters.empty()) {
-    for (std::size_t i = 0; i < desired.shared_counters.size(); i += kMaxCounterSetsPerSlice) {
-      SliceContent c;
-      const auto end = std::min(desired.shared_counters.size(), i + kMaxCounterSetsPerSlice);
-      c.shared_counters.assign(desired.shared_counters.begin() + static_cast<std::ptrdiff_t>(i),
-                               desired.shared_counters.begin() + static_cast<std::ptrdiff_t>(end));
-      out.push_back(std::move(c));
-    }
-    const bool any_advanced = std::any_of(devices.begin(), devices.end(), advanced);
-    const bool strict = layout == CounterLayout::kSeparateSlices && any_advanced;
-    chunk_devices(std::move(devices), strict ? kMaxDevicesPerSliceWithTaintsOrCounters : kMaxDevicesPerSlice, out);
+    counter_slices(desired, out);
+    chunk_devices(std::move(devices), limit, out);
     return out;
   }
   // 1.34: each counter set travels with the devices that consume it (one slice per set, as the

@@ -106,12 +106,15 @@ DriverResources published_gpu_resources(const DeviceModel& model, bool dynamic_m
   std::sort(gpus.begin(), gpus.end(), [](const GpuInfo* a, const GpuInfo* b) { return a->pci.bus_id < b->pci.bus_id; });
   DriverResources out;
   for (const auto* g : gpus) {
+    const auto first = out.devices.size();
     if (dynamic_mig_capable(*g)) {
       publish_gpu(*g, model.system, out);
-      continue;
+    } else {
+      DeviceModel one{model.system, {*g}};
+      for (auto& d : published_gpu_devices(one)) out.devices.push_back(std::move(d));
     }
-    DeviceModel one{model.system, {*g}};
-    for (auto& d : published_gpu_devices(one)) out.devices.push_back(std::move(d));
+    // Upstream publishes each GPU's devices in a slice of their own, GPUs in PCI bus id order.
+    for (auto i = first; i < out.devices.size(); ++i) out.devices[i].slice_group = g->pci.bus_id;
   }
   return out;
 }

@@ -52,6 +52,9 @@ struct PublishedDevice {
   // consuming capacity as the per-capacity policies say (keys are capacity names).
   bool allow_multiple_allocations = false;
   std::map<std::string, CapacityRequestPolicy> request_policies;
+  // Not published: devices with the same non-empty group (a physical GPU's, under DynamicMIG) get
+  // slices of their own, groups in the order they first appear, as upstream publishes one slice per GPU.
+  std::string slice_group;
   bool operator==(const PublishedDevice&) const = default;
 };
 

@@ -4,6 +4,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
 #include <set>
 
 #include "nvml/discovery.hpp"
@@ -47,6 +48,24 @@ void expect_all_published(const std::vector<SliceObject>& slices, const DriverRe
   EXPECT_EQ(sets.size(), desired.shared_counters.size());
 }
 
+// "gpu-3" of "gpu-3" and "gpu-3-mig-1g10gb-19-0".
+std::string gpu_of(const std::string& device) { return device.substr(0, device.find('-', 4)); }
+
+// Upstream's layout (upstream-driver.md §1.1): after the counter slices (1.35+), one slice per physical
+// GPU holding all its devices, the GPUs in the order published (PCI bus id).
+void expect_one_slice_per_gpu(std::vector<SliceObject> slices, const DriverResources& desired) {
+  std::sort(slices.begin(), slices.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::vector<std::string> want, got;
+  for (const auto& d : desired.devices)
+    if (std::find(want.begin(), want.end(), gpu_of(d.name)) == want.end()) want.push_back(gpu_of(d.name));
+  for (const auto& s : slices) {
+    if (s.content.devices.empty()) continue;
+    got.push_back(gpu_of(s.content.devices.front().name));
+    for (const auto& d : s.content.devices) EXPECT_EQ(gpu_of(d.name), got.back()) << s.name;
+  }
+  EXPECT_EQ(got, want);
+}
+
 TEST_P(DynamicMig135, CountersOnlySlicesThenDeviceSlicesOfAtMost64AreAccepted) {
   const auto desired = dynamic_mig_resources(GetParam().profile);
   ASSERT_EQ(desired.shared_counters.size(), GetParam().counter_sets);
@@ -66,6 +85,10 @@ TEST_P(DynamicMig135, CountersOnlySlicesThenDeviceSlicesOfAtMost64AreAccepted) {
       EXPECT_LE(s.content.shared_counters.size(), 8u);
       EXPECT_LE(s.content.devices.size(), 64u);
     }
+    expect_one_slice_per_gpu(slices, desired);
+    std::sort(slices.begin(), slices.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    CO_ASSERT_TRUE(!slices.empty());
+    EXPECT_EQ(slices.front().content.shared_counters, desired.shared_counters);  // slice #0: every set, in order
   });
 }
 
@@ -99,6 +122,7 @@ TEST_P(DynamicMig134, EachGpuSliceCarriesItsCounterSetAndIsAccepted) {
         }
       EXPECT_LE(consumed, 1024u);
     }
+    expect_one_slice_per_gpu(slices, desired);
   });
 }
 

@@ -45,6 +45,62 @@ TEST(SlicePlan, DevicesAreChunkedAt128OrAt64WithTaintsOn135) {
   EXPECT_EQ(plan_slices(devices(130, true), CounterLayout::kWithConsumers).size(), 2u);  // 1.34 allows 128
 }
 
+// `gpus` GPUs in the order given, each a counter set and two devices consuming it, grouped per GPU.
+DriverResources grouped(const std::vector<std::string>& gpus) {
+  DriverResources r;
+  for (const auto& g : gpus) {
+    r.shared_counters.push_back(CounterSet{g + "-counter-set", {{"memory", "80Gi"}}});
+    for (const auto* suffix : {"-mig-b", "", "-mig-a"}) {  // not in name order: the plan sorts a group
+      PublishedDevice d;
+      d.name = g + suffix;
+      d.consumes_counters.push_back(CounterConsumption{g + "-counter-set", {{"memory", "10Gi"}}});
+      d.slice_group = "bus-of-" + g;
+      r.devices.push_back(d);
+    }
+  }
+  return r;
+}
+
+std::vector<std::string> names(const SliceContent& s) {
+  std::vector<std::string> out;
+  for (const auto& d : s.devices) out.push_back(d.name);
+  return out;
+}
+
+TEST(SlicePlan, GroupedDevicesGetASliceEachAfterTheCounterSetsAtMostEightASliceOn135) {
+  std::vector<std::string> gpus;
+  for (int i = 9; i >= 0; --i) gpus.push_back("gpu-" + std::to_string(i));  // the groups' order, not the names'
+  const auto desired = grouped(gpus);
+  const auto slices = plan_slices(desired, CounterLayout::kSeparateSlices);
+  ASSERT_EQ(slices.size(), 2u + 10u);
+  EXPECT_EQ(slices[0].shared_counters.size(), 8u);
+  EXPECT_EQ(slices[1].shared_counters.size(), 2u);
+  EXPECT_EQ(slices[0].shared_counters.front().name, "gpu-9-counter-set");
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const auto& s = slices[2 + i];
+    EXPECT_TRUE(s.shared_counters.empty());
+    EXPECT_EQ(names(s), (std::vector<std::string>{gpus[i], gpus[i] + "-mig-a", gpus[i] + "-mig-b"}));
+    for (const auto& d : s.devices) EXPECT_TRUE(d.slice_group.empty()) << "the group is not published";
+  }
+}
+
+TEST(SlicePlan, GroupedDevicesCarryTheirCounterSetsInTheirSliceOn134) {
+  const auto slices = plan_slices(grouped({"gpu-1", "gpu-0"}), CounterLayout::kWithConsumers);
+  ASSERT_EQ(slices.size(), 2u);
+  EXPECT_EQ(names(slices[0]), (std::vector<std::string>{"gpu-1", "gpu-1-mig-a", "gpu-1-mig-b"}));
+  ASSERT_EQ(slices[0].shared_counters.size(), 1u);
+  EXPECT_EQ(slices[0].shared_counters[0].name, "gpu-1-counter-set");
+  ASSERT_EQ(slices[1].shared_counters.size(), 1u);
+  EXPECT_EQ(slices[1].shared_counters[0].name, "gpu-0-counter-set");
+}
+
+TEST(SlicePlan, AGroupWithoutCountersStillGetsItsOwnSlice) {
+  auto desired = devices(3);
+  for (auto& d : desired.devices) d.slice_group = d.name;  // DynamicMIG on GPUs that cannot partition
+  for (auto layout : {CounterLayout::kSeparateSlices, CounterLayout::kWithConsumers})
+    EXPECT_EQ(plan_slices(desired, layout).size(), 3u);
+}
+
 TEST(SlicePlan, LayoutFollowsServerVersion) {
   EXPECT_EQ(layout_for(1, 34), CounterLayout::kWithConsumers);
   EXPECT_EQ(layout_for(1, 35), CounterLayout::kSeparateSlices);

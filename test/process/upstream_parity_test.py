@@ -26,7 +26,7 @@ def comparable(slices):
     """A driver's slices without what the API server or the name generator chose and with devices in
     name order (upstream's order follows a Go map: deliberately not compared, see the README)."""
     out = []
-    for s in sorted(slices, key=lambda s: s["spec"]["pool"]["name"]):
+    for s in sorted(slices, key=lambda s: (s["spec"]["pool"]["name"], s["metadata"]["generateName"])):
         spec = dict(s["spec"])
         spec["devices"] = sorted(spec.get("devices", []), key=lambda d: d["name"])
         out.append({"spec": spec, "owners": s["metadata"].get("ownerReferences", [])})
@@ -87,6 +87,42 @@ class SlicesPerProfile(unittest.TestCase):
                 with self.subTest(profile=profile, driver=d):
                     self.assertEqual(sorted(s["metadata"]["generateName"] for s in nvdra[d]),
                                      sorted(s["metadata"]["generateName"] for s in upstream[d]))
+
+
+@needs_upstream
+class DynamicMigSlices(unittest.TestCase):
+    """Under DynamicMIG both sides publish the same pool of several slices (upstream-driver.md §1.1): on 1.35+
+    every GPU's counter set in slice #0, then one slice per GPU in PCI bus id order; on 1.34 one slice per GPU
+    with its counter set. dgx-a100 mixes GPUs that partition (MIG on) with GPUs that do not."""
+    CASES = (("hgx-h100", (1, 35)), ("dgx-a100", (1, 35)), ("hgx-h100", (1, 34)))
+
+    @classmethod
+    def setUpClass(cls):
+        cls.seen = {}
+        for profile, version in cls.CASES:
+            node = upstream_node(profile, api_version=version, gates=NVDRA_GATES.replace("MPSSupport", "DynamicMIG"),
+                                 args=list(NVDRA_ARGS))
+            try:
+                node.start()
+                nvdra = slices_of(node, GPU)
+                node.stop()
+                node.api.delete_matching("resource.k8s.io/v1", "resourceslices", "")
+                # Upstream refuses DynamicMIG with MPSSupport.
+                up = UpstreamPlugins(node, gates={GPU: "TimeSlicingSettings=true,DynamicMIG=true"})
+                try:
+                    up.start()
+                    upstream = slices_of(node, GPU)
+                finally:
+                    up.cleanup()
+                cls.seen[(profile, version)] = (nvdra, upstream)
+            finally:
+                node.cleanup()
+
+    def test_the_same_slices_in_the_same_places(self):
+        for (profile, version), (nvdra, upstream) in self.seen.items():
+            with self.subTest(profile=profile, version=version):
+                self.assertGreater(len(upstream), 1)
+                self.assertEqual(comparable(nvdra), comparable(upstream))
 
 
 def ids_of(answer):
