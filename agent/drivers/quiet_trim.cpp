@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 
 #include <fstream>
+#include <mutex>
 #include <string>
 
 #include "agent/base/log.hpp"
@@ -24,6 +25,11 @@ long resident_kb() {
 }  // namespace
 
 void QuietTrim::malloc_trim() {
+  // One trim at a time in the process (each driver has its QuietTrim, and both go quiet together after
+  // the start): under a sanitizer glibc's malloc is first initialised by a trim, and two threads doing
+  // that at once both take its main arena, which aborts the second one's exit.
+  static std::mutex one_at_a_time;
+  std::lock_guard lock(one_at_a_time);
   auto log = nvdra::logger("agent");
   if (!log->should_log(spdlog::level::debug)) {
     ::malloc_trim(0);

@@ -7,7 +7,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -17,6 +16,7 @@
 #include <chrono>
 
 #include "agent/runtime/worker_pool.hpp"
+#include "test/support/run_until_trimmed.hpp"
 
 namespace nvdra::drivers {
 namespace {
@@ -44,14 +44,6 @@ struct GatedHandler : kubelet::ClaimHandler {
 };
 
 kubelet::ClaimRef ref(const char* uid) { return {"ns", uid, uid}; }
-
-// Runs the loop until the trim has stopped it (deadline 30 s); returns the number of trims.
-int run_until_trimmed(asio::io_context& io, runtime::WorkerPool& workers, const std::atomic<int>& trims) {
-  auto guard = asio::make_work_guard(io);
-  io.run_for(std::chrono::seconds(30));
-  workers.join();  // a trim still queued on the pool would be counted now
-  return trims.load();
-}
 
 TEST(HeapTrimmingHandler, TrimsOnceAfterTheLastCallOfABurstEnded) {
   asio::io_context io;

@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
@@ -13,19 +12,12 @@
 #include <future>
 
 #include "agent/runtime/worker_pool.hpp"
+#include "test/support/run_until_trimmed.hpp"
 
 namespace nvdra::drivers {
 namespace {
 
 namespace asio = boost::asio;
-
-// Runs the loop until the trim has stopped it (deadline 30 s); returns the number of trims.
-int run_until_trimmed(asio::io_context& io, runtime::WorkerPool& workers, const std::atomic<int>& trims) {
-  auto guard = asio::make_work_guard(io);
-  io.run_for(std::chrono::seconds(30));
-  workers.join();  // a trim still queued on the pool would be counted now
-  return trims.load();
-}
 
 TEST(QuietTrim, ARequestTrimsOnceTheQuietPeriodPassed) {
   asio::io_context io;
