@@ -88,11 +88,10 @@ boost::asio::awaitable<void> GpuClaimHandler::undo_unfinished(RecoveryReport& re
 boost::asio::awaitable<void> GpuClaimHandler::repair_completed(const MissingMigs* missing_migs,
                                                                RecoveryReport& report) {
   std::vector<kubelet::ClaimRef> completed;
-  std::vector<std::string> uids;
   for (const auto& [uid, entry] : committer_.current().claims)
-    if (entry.state == ClaimState::kPrepareCompleted) completed.push_back({entry.ns, entry.name, uid}), uids.push_back(uid);
+    if (entry.state == ClaimState::kPrepareCompleted) completed.push_back({entry.ns, entry.name, uid});
   // Every claim's spec read in one pool job; the walk's claim spec step looks again only at the others.
-  const auto intact = co_await pool_.run([this, &uids] { return intact_claim_specs(*services_, uids); });
+  const auto intact = co_await pool_.run([this, &completed] { return intact_claim_specs(*services_, completed); });
   GpuRecovery recovery{RecoveryPass::kRepair, &report, missing_migs};
   recovery.intact_specs = &intact;
   for (const auto& claim : completed) {

@@ -100,12 +100,12 @@ Status repair_spec(const GpuServices& node, const kubelet::ClaimRef& claim, cons
 
 }  // namespace
 
-std::set<std::string> intact_claim_specs(const GpuServices& node, const std::vector<std::string>& uids) {
+std::set<std::string> intact_claim_specs(const GpuServices& node, const std::vector<kubelet::ClaimRef>& claims) {
   std::set<std::string> out;
-  for (const auto& uid : uids)
-    if (auto damage = damage_of(node, cdi::transient_spec_name(cdi::kGpuVendor, cdi::kClaimClass, uid));
+  for (const auto& claim : claims)
+    if (auto damage = damage_of(node, cdi::transient_spec_name(cdi::kGpuVendor, cdi::kClaimClass, claim.uid));
         damage && damage->empty())
-      out.insert(uid);
+      out.insert(claim.uid);
   return out;
 }
 

@@ -42,9 +42,10 @@ boost::asio::awaitable<Status> adopted_migs(GpuPrepare& c);
 // when it cannot be (VFIO devices, whose edits come from the bound device).
 boost::asio::awaitable<Result<bool>> ensure_claim_spec(const GpuServices& node, const kubelet::ClaimRef& claim,
                                                        const CheckpointedClaim& entry);
-// The UIDs among `uids` whose claim spec on disk is whole: start-up's kRepair walk reads them all in one
-// pool job, then checks (and rewrites) through ensure_claim_spec only the others. Blocking (file reads).
-std::set<std::string> intact_claim_specs(const GpuServices& node, const std::vector<std::string>& uids);
+// The UIDs of those `claims` whose claim spec on disk is whole: start-up's kRepair walk reads them all in
+// one pool job, then checks (and rewrites) through ensure_claim_spec only the others. Blocking (file reads).
+std::set<std::string> intact_claim_specs(const GpuServices& node,
+                                         const std::vector<kubelet::ClaimRef>& claims);
 
 // The claim's FM partitions (fabric_partition_step.cpp); empty when FM is off.
 Result<FabricPlan> fabric_plan(const GpuServices& node, const std::string& uid, const std::vector<PlannedGroup>& groups);
