@@ -47,10 +47,10 @@ std::string joined(const std::vector<std::string>& v) {
 }
 
 // The first alternative present in the root, or "" after a debug line.
-std::string first_present(const std::string& root, const std::vector<std::string>& alternatives, const char* what) {
+std::string first_present(RootResolver& root, const std::vector<std::string>& alternatives, const char* what) {
   for (const auto& p : alternatives)
-    if (exists_in_root(root, p)) return p;
-  logger("cdi")->debug("driver discovery: {} not found under {} (looked for {}), skipping", what, root,
+    if (root.exists(p)) return p;
+  logger("cdi")->debug("driver discovery: {} not found under {} (looked for {}), skipping", what, root.root(),
                        joined(alternatives));
   return {};
 }
@@ -61,19 +61,20 @@ bool executable_file(const std::string& path) {
 }
 
 // Only files that can run, as nvcdi (a non-executable nvidia-smi is no binary to inject).
-void find_binaries(const std::string& root, DriverInventory& inv) {
+void find_binaries(RootResolver& root, DriverInventory& inv) {
   for (const auto& name : kBinaries) {
     std::vector<std::string> paths;
     for (const auto& dir : kBinaryDirs) {
       auto p = dir + "/" + name;
-      if (executable_file(join_root(root, resolve_in_root(root, p).value_or(p)))) paths.push_back(p);
+      auto real = root.resolve(p);  // missing (most of the seven places): nothing more to look at
+      if (real && executable_file(join_root(root.root(), *real))) paths.push_back(p);
     }
     auto found = paths.empty() ? std::string() : paths.front();
     if (found.empty()) {
-      logger("cdi")->debug("driver discovery: no executable {} under {}, skipping", name, root);
+      logger("cdi")->debug("driver discovery: no executable {} under {}, skipping", name, root.root());
       continue;
     }
-    inv.binaries.push_back(DriverFile{found, resolve_in_root(root, found).value_or(found)});
+    inv.binaries.push_back(DriverFile{found, root.resolve(found).value_or(found)});
   }
 }
 
@@ -106,7 +107,8 @@ std::string resolve_cdi_hook(const DriverRoots& roots, const std::string& config
 
 Result<DriverInventory> discover_driver(const DriverRoots& roots) {
   const std::string& root = roots.container_driver_root;
-  auto libs = discover_libraries(root);
+  RootResolver resolver(root);  // one walk: each directory of the root looked at once
+  auto libs = discover_libraries(resolver);
   if (!libs) return libs.error();
   // Upstream looks for libcuda.so.<NVML's version> and fails prepare with "failed to locate
   // libcuda.so: libcuda.so.<version>: not found"; injecting another version's libraries would give
@@ -124,25 +126,26 @@ Result<DriverInventory> discover_driver(const DriverRoots& roots) {
   inv.libraries = std::move(libs->libraries);
   inv.library_links = std::move(libs->links);
   for (const auto& alternatives : kConfigFiles) {
-    auto found = first_present(root, alternatives, "config file");
-    if (!found.empty()) inv.config_files.push_back(DriverFile{found, resolve_in_root(root, found).value_or(found)});
+    auto found = first_present(resolver, alternatives, "config file");
+    if (!found.empty()) inv.config_files.push_back(DriverFile{found, resolver.resolve(found).value_or(found)});
   }
-  find_binaries(root, inv);
+  find_binaries(resolver, inv);
   find_firmware(root, inv);
   for (const auto& alternatives : kIpc) {
-    auto found = first_present(root, alternatives, "IPC socket");
+    auto found = first_present(resolver, alternatives, "IPC socket");
     if (!found.empty()) inv.ipc.push_back(found);
   }
   // Device nodes come from the driver root only when it has a real dev/ directory, as upstream.
   std::error_code ec;
   bool root_has_dev = roots.driver_root != "/" && fs::is_directory(fs::symlink_status(join_root(root, "/dev"), ec));
   inv.dev_root = root_has_dev ? roots.driver_root : "/";
-  const std::string& dev_view = root_has_dev ? root : roots.host_root;
+  RootResolver host(roots.host_root);
+  RootResolver& dev_view = root_has_dev ? resolver : host;
   for (const auto& node : kControlDevices) {
-    if (exists_in_root(dev_view, node))
+    if (dev_view.exists(node))
       inv.control_devices.push_back(node);
     else
-      logger("cdi")->debug("driver discovery: {} not found under {}, skipping", node, dev_view);
+      logger("cdi")->debug("driver discovery: {} not found under {}, skipping", node, dev_view.root());
   }
   return inv;
 }

@@ -52,7 +52,8 @@ const std::vector<std::string>& library_search_dirs() {
   return dirs;
 }
 
-std::vector<LibraryCandidate> library_candidates(const std::string& root) {
+std::vector<LibraryCandidate> library_candidates(RootResolver& resolver) {
+  const std::string& root = resolver.root();
   std::vector<LibraryCandidate> out;
   auto cache_path = join_root(root, "/etc/ld.so.cache");
   auto cache = read_ld_so_cache(cache_path);
@@ -65,22 +66,28 @@ std::vector<LibraryCandidate> library_candidates(const std::string& root) {
   } else {
     logger("cdi")->debug("driver discovery: {}, searching library directories only", cache.error().message);
   }
+  // A merged /usr makes /lib/<arch> the same directory as /usr/lib/<arch>: list it once, by the
+  // name searched first.
+  std::set<std::string> listed;
   for (const auto& dir : library_search_dirs()) {
+    auto real = resolver.resolve(dir);
+    if (!real || !listed.insert(*real).second) continue;
     auto found = dir_candidates(root, dir);
     out.insert(out.end(), found.begin(), found.end());
   }
   return out;
 }
 
-Result<DriverLibraries> discover_libraries(const std::string& root) {
-  auto candidates = library_candidates(root);
+Result<DriverLibraries> discover_libraries(RootResolver& resolver) {
+  const std::string& root = resolver.root();
+  auto candidates = library_candidates(resolver);
   DriverLibraries out;
   // The version comes from the file libcuda.so.1 resolves to (libnvidia-ml as a fallback), as
   // the toolkit infers it (nvml.md §5.1).
   for (const std::string stem : {"libcuda.so.", "libnvidia-ml.so."}) {
     for (const auto& c : candidates) {
       if (c.name != stem + "1") continue;
-      auto real = resolve_in_root(root, c.path);
+      auto real = resolver.resolve(c.path);
       if (!real) continue;
       auto version = version_suffix(base_of(*real), stem);
       if (version.empty() || version == "1") continue;
@@ -107,16 +114,16 @@ Result<DriverLibraries> discover_libraries(const std::string& root) {
   const std::string suffix = ".so." + out.version;
   std::set<std::string> libs, dirs;
   for (const auto& c : candidates) {
-    auto real = resolve_in_root(root, c.path);
+    auto real = resolver.resolve(c.path);
     if (real && real->ends_with(suffix) && libs.insert(*real).second) dirs.insert(dir_of(*real));
   }
   // Links that lead to a driver library (libcuda.so.1, libcuda.so, …) in the libraries' own dirs.
   std::set<std::string> seen_links;
   for (const auto& dir : dirs) {
     for (const auto& c : dir_candidates(root, dir)) {
-      auto text = read_link_in_root(root, c.path);
+      auto text = resolver.link_text(c.path);
       if (!text) continue;
-      auto real = resolve_in_root(root, c.path);
+      auto real = resolver.resolve(c.path);
       if (real && libs.count(*real) && seen_links.insert(c.path).second) out.links.push_back({*text, c.path});
     }
   }

@@ -6,6 +6,7 @@
 
 #include "agent/base/result.hpp"
 #include "cdi/driver_discovery.hpp"
+#include "cdi/root_path.hpp"
 
 namespace nvdra::cdi {
 
@@ -18,8 +19,9 @@ struct LibraryCandidate {
   std::string path;  // inside the root
 };
 
-// Cache entries of this machine's architecture first, then files in the search directories.
-std::vector<LibraryCandidate> library_candidates(const std::string& root);
+// Cache entries of this machine's architecture first, then files in the search directories (each
+// directory once, however many of the names lead to it).
+std::vector<LibraryCandidate> library_candidates(RootResolver& resolver);
 
 struct DriverLibraries {
   std::string version;
@@ -29,6 +31,7 @@ struct DriverLibraries {
   std::vector<DriverLink> links;
 };
 
-Result<DriverLibraries> discover_libraries(const std::string& root);
+// Every path resolved through `resolver`, whose root is the driver root.
+Result<DriverLibraries> discover_libraries(RootResolver& resolver);
 
 }  // namespace nvdra::cdi

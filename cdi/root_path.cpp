@@ -3,24 +3,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <deque>
-#include <vector>
-
 namespace nvdra::cdi {
 namespace {
 
 constexpr int kMaxLinks = 40;  // as the kernel's MAXSYMLINKS
 
-std::deque<std::string> split(std::string_view p) {
-  std::deque<std::string> out;
-  size_t i = 0;
-  while (i < p.size()) {
-    size_t j = p.find('/', i);
-    if (j == std::string_view::npos) j = p.size();
-    if (j > i) out.emplace_back(p.substr(i, j - i));
-    i = j + 1;
-  }
+std::string child(const std::string& dir, std::string_view name) {
+  std::string out = dir == "/" ? std::string() : dir;
+  out += '/';
+  out += name;
   return out;
+}
+
+std::string parent_of(const std::string& dir) {
+  const auto slash = dir.rfind('/');
+  return slash == 0 ? std::string("/") : dir.substr(0, slash);
 }
 
 }  // namespace
@@ -42,39 +39,83 @@ std::optional<std::string> read_link_in_root(std::string_view root, std::string_
 }
 
 std::optional<std::string> resolve_in_root(std::string_view root, std::string_view inner) {
-  std::vector<std::string> done;  // resolved components so far
-  std::deque<std::string> todo = split(inner);
-  int links = 0;
-  while (!todo.empty()) {
-    std::string part = std::move(todo.front());
-    todo.pop_front();
-    if (part == ".") continue;
-    if (part == "..") {
-      if (done.empty()) return std::nullopt;
-      done.pop_back();
-      continue;
-    }
-    std::string path;
-    for (const auto& d : done) path += "/" + d;
-    path += "/" + part;
-    struct stat st {};
-    if (::lstat(join_root(root, path).c_str(), &st) != 0) return std::nullopt;
-    if (!S_ISLNK(st.st_mode)) {
-      done.push_back(std::move(part));
-      continue;
-    }
-    if (++links > kMaxLinks) return std::nullopt;
-    auto target = read_link_in_root(root, path);
-    if (!target || target->empty()) return std::nullopt;
-    auto parts = split(*target);
-    if (target->front() == '/') done.clear();
-    todo.insert(todo.begin(), parts.begin(), parts.end());
-  }
-  std::string out;
-  for (const auto& d : done) out += "/" + d;
-  return out.empty() ? "/" : out;
+  return RootResolver(std::string(root)).resolve(inner);
 }
 
 bool exists_in_root(std::string_view root, std::string_view inner) { return resolve_in_root(root, inner).has_value(); }
+
+std::optional<std::string> RootResolver::resolve(std::string_view inner) {
+  int links = 0;
+  out_of_links_ = false;
+  // Most paths of a walk share their directory as written: resolve it once, then the name alone.
+  const auto slash = inner.rfind('/');
+  const auto name = slash == std::string_view::npos ? inner : inner.substr(slash + 1);
+  if (slash == std::string_view::npos || name.empty() || name == "." || name == "..") return walk("/", inner, links);
+  std::string dir(inner.substr(0, slash));
+  auto it = dirs_.find(dir);
+  if (it == dirs_.end()) {
+    auto resolved = walk("/", dir, links);
+    if (out_of_links_) return std::nullopt;
+    it = dirs_.emplace(std::move(dir), std::move(resolved)).first;
+  }
+  if (!it->second) return std::nullopt;
+  return entry(*it->second, name, links).resolved;
+}
+
+std::optional<std::string> RootResolver::link_text(std::string_view inner) {
+  const auto slash = inner.rfind('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  const auto name = inner.substr(slash + 1);
+  if (name.empty() || name == "." || name == "..") return std::nullopt;
+  int links = 0;
+  out_of_links_ = false;
+  auto dir = walk("/", inner.substr(0, slash), links);
+  if (!dir) return std::nullopt;
+  return entry(*dir, name, links).link;
+}
+
+// `inner`'s components one after another, from the resolved directory `dir`; ".." climbs from
+// where the links led, as the kernel's lookup does.
+std::optional<std::string> RootResolver::walk(std::string dir, std::string_view inner, int& links) {
+  std::size_t i = 0;
+  while (i < inner.size()) {
+    std::size_t j = inner.find('/', i);
+    if (j == std::string_view::npos) j = inner.size();
+    const auto part = inner.substr(i, j - i);
+    i = j + 1;
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      if (dir == "/") return std::nullopt;
+      dir = parent_of(dir);
+      continue;
+    }
+    const auto& found = entry(dir, part, links);
+    if (!found.resolved) return std::nullopt;
+    dir = *found.resolved;
+  }
+  return dir;
+}
+
+const RootResolver::Entry& RootResolver::entry(const std::string& dir, std::string_view name, int& links) {
+  static const Entry kMissing;
+  std::string key = child(dir, name);
+  if (auto it = entries_.find(key); it != entries_.end()) return it->second;
+  Entry e;
+  struct stat st {};
+  if (::lstat(join_root(root_, key).c_str(), &st) == 0) {
+    if (!S_ISLNK(st.st_mode)) {
+      e.resolved = key;
+    } else if ((e.link = read_link_in_root(root_, key)) && !e.link->empty()) {
+      if (++links > kMaxLinks)
+        out_of_links_ = true;
+      else
+        e.resolved = walk(e.link->front() == '/' ? std::string("/") : dir, *e.link, links);
+    }
+  }
+  // A loop (or a chain too long) fails the whole resolve; what it saw on the way is not kept, as a
+  // fresh count might get through it.
+  if (out_of_links_) return kMissing;
+  return entries_.emplace(std::move(key), std::move(e)).first->second;
+}
 
 }  // namespace nvdra::cdi
