@@ -118,24 +118,31 @@ Status FileSpecStore::apply(std::span<const SpecChange> changes) {
     crash_point("cdi.write.after-temp-write");  // the spec whole on disk, under its temp name
     if (::close(st.fd.release()) != 0) return discard(io_error("cannot close", st.temp_path, errno));
   }
+  // Whether the directory changed: removals of specs already gone (a start that checks for an older
+  // version's spec, an unprepare kubelet repeats) leave nothing to sync.
+  bool changed = false;
   for (size_t i = 0; i < changes.size(); ++i) {
     const std::string final_path = dir_ + "/" + changes[i].file_name;
     Status s;
     if (changes[i].op == SpecOp::kRemove) {
-      if (::unlink(final_path.c_str()) != 0 && errno != ENOENT) s = io_error("cannot remove", final_path, errno);
+      if (::unlink(final_path.c_str()) == 0)
+        changed = true;
+      else if (errno != ENOENT)
+        s = io_error("cannot remove", final_path, errno);
     } else if (::rename(staged[i].temp_path.c_str(), final_path.c_str()) != 0) {
       s = io_error("cannot rename onto", final_path, errno);
     } else {
+      changed = true;
       staged[i].temp_path.clear();
       step(WriteStep::kRenamed, changes[i].file_name);
       crash_point("cdi.write.after-rename");  // in place, the directory not yet synced
     }
     if (!s) {
-      if (i > 0) (void)sync_dir();  // the changes before the failure stay applied: make them durable too
+      if (changed) (void)sync_dir();  // the changes before the failure stay applied: make them durable too
       return discard(s.error());
     }
   }
-  return sync_dir();
+  return changed ? sync_dir() : Status{};
 }
 
 Status FileSpecStore::stage(const SpecChange& c, Staged& out) {

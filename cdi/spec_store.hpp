@@ -11,7 +11,8 @@
 //   the batch instead of once per file.
 // - On error apply() stops and returns the error (naming the file); changes before the failing
 //   one may stay applied. Writes and removals are idempotent, so a retry converges.
-// - Removing a missing file succeeds.
+// - Removing a missing file succeeds, and is no change to make durable (the real store syncs
+//   nothing for a batch of such removals).
 // - Blocking (fsync): call from the worker pool, never the io_context thread. All methods are
 //   thread-safe; concurrent changes to different files are independent, concurrent changes to
 //   the same file each land whole and the last one wins (callers serialise per claim).

@@ -117,6 +117,23 @@ TEST(FileSpecStore, ABatchOfClaimsSyncsTheDirectoryOnce) {
                                       "k8s.gpu.nvidia.com-claim_c.yaml"}));
 }
 
+// A removal that finds nothing changes nothing: no directory sync (every start asks to remove an
+// older nvdra's base spec, which is almost never there). One that removes a spec syncs once.
+TEST(FileSpecStore, RemovingSpecsAlreadyGoneSyncsNothing) {
+  TempDir tmp;
+  int dir_syncs = 0;
+  FileSpecStore::Options opts;
+  opts.on_step = [&](WriteStep s, const std::string&) { dir_syncs += s == WriteStep::kDirSynced; };
+  auto store = FileSpecStore::open(tmp.path(), opts).value();
+  ASSERT_TRUE(store->remove_claim(kGpuVendor, "never-there").ok());
+  EXPECT_EQ(dir_syncs, 0);
+  ASSERT_TRUE(store->write(claim("here")).ok());
+  ASSERT_EQ(dir_syncs, 1);
+  ASSERT_TRUE(store->remove_claim(kGpuVendor, "here").ok());
+  EXPECT_EQ(dir_syncs, 2);
+  EXPECT_TRUE(dir_entries(tmp.path()).empty());
+}
+
 TEST(FileSpecStore, OnTmpfsAsVarRunCdiIsTheStoreKnowsItsFilesAreInMemoryAndStillWritesAtomically) {
   struct stat st {};
   NVDRA_REQUIRE_PREREQUISITE(::stat("/dev/shm", &st) == 0, "/dev/shm");
