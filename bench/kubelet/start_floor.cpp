@@ -8,8 +8,13 @@
 // (exec, the dynamic loader, OpenSSL's initialisation and first context, gRPC's), and nothing more:
 // no Node, version or slice reads, no NVML, no checkpoint, no CDI.
 //
+// With --reads-node NODE it also makes the two reads no correct start can skip, as the agent makes them
+// (one on each connection, before the creates): the Node, whose UID every slice's ownerReference
+// names (set into each body, not taken from the harness), and the node's slices (what a start must
+// update rather than create). Still no version or OpenAPI reads: those are nvdra's own.
+//
 //   kubelet_start_floor --registrar DIR --plugins DIR --server https://HOST:PORT --ca FILE --token FILE
-//                       --driver NAME=BODIES [--driver NAME=BODIES ...]
+//                       [--reads-node NODE] --driver NAME=BODIES [--driver NAME=BODIES ...]
 //
 // BODIES: one ResourceSlice per line, JSON as POSTed. Prints "done <its CPU so far, µs>" once every
 // driver is registered and every slice created (201), then shuts down; any failure: exit 1, the
@@ -27,12 +32,15 @@
 // Debian ships Boost.URL without its compiled library (as in k8s/server_url.cpp). Not that file's
 // parse_server_url: nvdra_k8s would bring yaml-cpp and fmt into the floor's exec.
 #include <boost/url/src.hpp>
+// Boost.JSON compiled in as well, for the same reason (the Node's UID, the bodies' owner).
+#include <boost/json/src.hpp>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <future>
 #include <latch>
 #include <memory>
 #include <stdexcept>
@@ -56,6 +64,7 @@ struct Driver {
 
 struct Args {
   std::string registrar, plugins, server, ca_file, token_file;
+  std::string reads_node;  // "": no reads
   std::vector<Driver> drivers;
 };
 
@@ -90,6 +99,7 @@ Args parse(int argc, char** argv) {
     else if (flag == "--server") a.server = value;
     else if (flag == "--ca") a.ca_file = value;
     else if (flag == "--token") a.token_file = value;
+    else if (flag == "--reads-node") a.reads_node = value;
     else if (flag == "--driver" && value.find('=') != std::string::npos)
       a.drivers.push_back({value.substr(0, value.find('=')), value.substr(value.find('=') + 1)});
     else die("unknown flag or value: " + flag + " " + value);
@@ -162,35 +172,72 @@ Server server_of(const std::string& url) {
   return {std::string(parsed->host_address()), std::string(parsed->port())};
 }
 
-// Creates `bodies` one after another on one keep-alive connection; every answer must be 201.
-void create_all(ssl::context& tls, const Server& server, const std::string& token,
-                const std::vector<std::string>& bodies) {
-  asio::io_context io;
-  beast::ssl_stream<beast::tcp_stream> stream(io, tls);
-  stream.set_verify_callback(ssl::host_name_verification(server.host));
-  boost::system::error_code not_ip;
-  (void)asio::ip::make_address(server.host, not_ip);
-  if (not_ip) SSL_set_tlsext_host_name(stream.native_handle(), server.host.c_str());
-  // An address is not looked up (as the agent does not); a name is.
-  const auto lookup = not_ip ? tcp::resolver::flags() : tcp::resolver::numeric_host | tcp::resolver::numeric_service;
-  tcp::resolver resolver(io);
-  beast::get_lowest_layer(stream).connect(resolver.resolve(server.host, server.port, lookup));
-  beast::get_lowest_layer(stream).socket().set_option(tcp::no_delay(true));
-  stream.handshake(ssl::stream_base::client);
-  beast::flat_buffer buffer;
-  for (const auto& body : bodies) {
-    http::request<http::string_body> req{http::verb::post, "/apis/resource.k8s.io/v1/resourceslices", 11};
-    req.set(http::field::host, server.host + ":" + server.port);
-    req.set(http::field::authorization, "Bearer " + token);
-    req.set(http::field::content_type, "application/json");
-    req.body() = body;
-    req.prepare_payload();
-    http::write(stream, req);
-    http::response<http::string_body> res;
-    http::read(stream, buffer, res);
-    if (res.result() != http::status::created)
-      throw std::runtime_error("create answered " + std::to_string(res.result_int()) + ": " + res.body());
+// One keep-alive TLS connection to the API server, requests one after another.
+class Connection {
+ public:
+  Connection(ssl::context& tls, const Server& server, const std::string& token)
+      : stream_(io_, tls), server_(server), token_(token) {
+    stream_.set_verify_callback(ssl::host_name_verification(server.host));
+    boost::system::error_code not_ip;
+    (void)asio::ip::make_address(server.host, not_ip);
+    if (not_ip) SSL_set_tlsext_host_name(stream_.native_handle(), server.host.c_str());
+    // An address is not looked up (as the agent does not); a name is.
+    const auto lookup = not_ip ? tcp::resolver::flags() : tcp::resolver::numeric_host | tcp::resolver::numeric_service;
+    tcp::resolver resolver(io_);
+    beast::get_lowest_layer(stream_).connect(resolver.resolve(server.host, server.port, lookup));
+    beast::get_lowest_layer(stream_).socket().set_option(tcp::no_delay(true));
+    stream_.handshake(ssl::stream_base::client);
   }
+
+  // The answer's body; any status but `want` throws with the answer.
+  std::string request(http::verb verb, const std::string& target, http::status want, std::string body = {}) {
+    http::request<http::string_body> req{verb, target, 11};
+    req.set(http::field::host, server_.host + ":" + server_.port);
+    req.set(http::field::authorization, "Bearer " + token_);
+    if (!body.empty()) req.set(http::field::content_type, "application/json");
+    req.body() = std::move(body);
+    req.prepare_payload();
+    http::write(stream_, req);
+    http::response<http::string_body> res;
+    http::read(stream_, buffer_, res);
+    if (res.result() != want)
+      throw std::runtime_error(std::string(req.method_string()) + " " + target + " answered " +
+                               std::to_string(res.result_int()) + ": " + res.body());
+    return std::move(res.body());
+  }
+
+ private:
+  asio::io_context io_;
+  beast::ssl_stream<beast::tcp_stream> stream_;
+  const Server& server_;
+  const std::string& token_;
+  beast::flat_buffer buffer_;
+};
+
+// The body with every ownerReference naming the node's UID.
+std::string owned_by(const std::string& body, const std::string& uid) {
+  auto slice = boost::json::parse(body);
+  for (auto& ref : slice.at("metadata").at("ownerReferences").as_array()) ref.as_object()["uid"] = uid;
+  return boost::json::serialize(slice);
+}
+
+// Creates `bodies` one after another on one connection; every answer must be 201. With reads, the
+// first writer reads the Node and hands its UID to all, the last lists the node's slices (one
+// writer does both).
+void create_all(ssl::context& tls, const Server& server, const std::string& token, const std::string& reads_node,
+                const std::vector<std::string>& bodies, std::promise<std::string>* read_uid,
+                std::shared_future<std::string> uid, bool list) {
+  Connection conn(tls, server, token);
+  if (read_uid) {
+    auto node = boost::json::parse(conn.request(http::verb::get, "/api/v1/nodes/" + reads_node, http::status::ok));
+    read_uid->set_value(std::string(node.at("metadata").at("uid").as_string()));
+  }
+  if (list)
+    (void)conn.request(http::verb::get, "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D" + reads_node,
+                       http::status::ok);
+  for (const auto& body : bodies)
+    (void)conn.request(http::verb::post, "/apis/resource.k8s.io/v1/resourceslices", http::status::created,
+                       reads_node.empty() ? body : owned_by(body, uid.get()));
 }
 
 }  // namespace
@@ -209,11 +256,15 @@ int main(int argc, char** argv) {
   tls.set_verify_mode(ssl::verify_peer);
   const std::string ca = read_file(a.ca_file);
   tls.add_certificate_authority(asio::buffer(ca));
+  std::promise<std::string> read_uid;
+  const std::shared_future<std::string> uid = read_uid.get_future().share();
+  const bool reads = !a.reads_node.empty();
   std::vector<std::thread> writers;
-  for (const auto& slices : bodies)
-    writers.emplace_back([&, &slices = slices] {
+  for (std::size_t i = 0; i < bodies.size(); ++i)
+    writers.emplace_back([&, i] {
       try {
-        create_all(tls, server, token, slices);
+        create_all(tls, server, token, a.reads_node, bodies[i], reads && i == 0 ? &read_uid : nullptr, uid,
+                   reads && i + 1 == bodies.size());
       } catch (const std::exception& e) {
         die(std::string("creating slices: ") + e.what());
       }

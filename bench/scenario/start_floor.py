@@ -14,6 +14,11 @@ The native floor (`native_floor_*`, NativeFloor): the same least a start must do
 bench/kubelet/start_floor.cpp exec'd each round (grpc++ and Beast/OpenSSL linked as the agent links them), timed
 from spawn to its "done": it pays the exec, the loader and OpenSSL's and gRPC's initialisation that the Python
 floor's running process has already paid, and nothing else a plugin does. Its rounds are interleaved too.
+`native_floor_reads_*`: the same process with --reads-node, which also makes the two reads no correct start
+can skip (the Node, whose UID the slices' owner names, and the node's slices, what to update rather than
+create), one on each connection before the creates, as the agent does; not /version or the OpenAPI index,
+nvdra's own questions. The issue's goal is against the native floor; this one says how much of the rest is
+those reads.
 
 Where the time goes: each round also counts the CPU it cost (`cpu_ms`, medians): the agent's own (all its
 threads, exec to READY=1), the API double's (its process, /admin/cpu) and this process's (the kubelet
@@ -170,7 +175,10 @@ class NativeFloor:
     both drivers with the kubelet double and creates the same slices as the Python floor, paying what
     that floor's running process does not: exec, the loader, OpenSSL's and gRPC's initialisation."""
 
-    def __init__(self, build_dir, root, node, by_driver):
+    def __init__(self, build_dir, root, node, by_driver, reads=False):
+        """reads: also the Node (its UID into every slice's owner) and the node's slices, as any correct
+        start reads them (--reads-node)."""
+        self.reads = reads
         self.binary = os.path.join(build_dir, "bench", "kubelet", "kubelet_start_floor")
         if not os.access(self.binary, os.X_OK):
             raise SystemExit(f"{self.binary} is missing: build the target kubelet_start_floor")
@@ -191,6 +199,8 @@ class NativeFloor:
         plugins = tempfile.mkdtemp(prefix="plugins-", dir=self.root)
         args = [self.binary, "--registrar", registrar, "--plugins", plugins, "--server", api.url,
                 "--ca", api.ca_file, "--token", api.token_file]
+        if self.reads:
+            args += ["--reads-node", FLOOR_NODE]
         for driver in self.drivers:
             args += ["--driver", f"{driver}={self.files[driver]}"]
         meter = CpuMeter(api) if cpu is not None else None
@@ -257,15 +267,18 @@ def measure(args):
             by_driver.setdefault(body["spec"]["driver"], []).append(body)
         native = NativeFloor(os.environ["NVDRA_BINARY_DIR"], root, node, by_driver)
         native.round()  # the same warming for the native floor's binary
-        nv, fl, nf, ex, nv_cpu, fl_cpu, nf_cpu = [], [], [], [], [], [], []
+        reading = NativeFloor(os.environ["NVDRA_BINARY_DIR"], root, node, by_driver, reads=True)
+        reading.round()
+        nv, fl, nf, nr, ex, nv_cpu, fl_cpu, nf_cpu, nr_cpu = [], [], [], [], [], [], [], [], []
         for _ in range(args.rounds):
             nv.append(nvdra_round(node, nv_cpu))
             fl.append(floor_round(node, root, by_driver, fl_cpu))
             nf.append(native.round(nf_cpu))
+            nr.append(reading.round(nr_cpu))
             ex.append(exec_round())
         devices = sum(len(s["spec"].get("devices", [])) for s in slices)
         med_nv, med_fl, med_ex = statistics.median(nv), statistics.median(fl), statistics.median(ex)
-        med_nf = statistics.median(nf)
+        med_nf, med_nr = statistics.median(nf), statistics.median(nr)
         return {"profile": f"{args.dynamic_mig_gpus or args.gpus} x H100" + (" DynamicMIG" if mig else ""),
                 "devices": devices, "slices": len(slices), "rounds": args.rounds,
                 "nvdra_start_ms": [round(x, 1) for x in nv], "floor_ms": [round(x, 1) for x in fl],
@@ -274,11 +287,14 @@ def measure(args):
                 "exec_p50_ms": round(med_ex, 1), "nvdra_over_floor_with_exec": round(med_nv / (med_fl + med_ex), 2),
                 "native_floor_ms": [round(x, 1) for x in nf], "native_floor_p50_ms": round(med_nf, 1),
                 "nvdra_over_native_floor": round(med_nv / med_nf, 2),
+                "native_floor_reads_ms": [round(x, 1) for x in nr], "native_floor_reads_p50_ms": round(med_nr, 1),
+                "nvdra_over_native_floor_reads": round(med_nv / med_nr, 2),
                 "cpu_ms": {"nvdra": cpu_medians(nv_cpu), "floor": cpu_medians(fl_cpu),
-                           "native_floor": cpu_medians(nf_cpu)},
+                           "native_floor": cpu_medians(nf_cpu), "native_floor_reads": cpu_medians(nr_cpu)},
                 "cores_busy": {"nvdra": round(statistics.median(c["total"] for c in nv_cpu) / med_nv, 2),
                                "floor": round(statistics.median(c["total"] for c in fl_cpu) / med_fl, 2),
-                               "native_floor": round(statistics.median(c["total"] for c in nf_cpu) / med_nf, 2)},
+                               "native_floor": round(statistics.median(c["total"] for c in nf_cpu) / med_nf, 2),
+                               "native_floor_reads": round(statistics.median(c["total"] for c in nr_cpu) / med_nr, 2)},
                 "agent_args": args.agent_args}
     finally:
         node.cleanup()

@@ -21,7 +21,9 @@ RS = ("resource.k8s.io/v1", "resourceslices")
 
 def slice_body(driver, device):
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"generateName": f"{NODE}-{driver}-"},
+            "metadata": {"generateName": f"{NODE}-{driver}-",
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": NODE,
+                                              "uid": "the-harness-uid", "controller": True}]},
             "spec": {"driver": driver, "nodeName": NODE,
                      "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1},
                      "devices": [{"name": device}]}}
@@ -44,9 +46,11 @@ class StartFloorClient(unittest.TestCase):
                     f.write(json.dumps(slice_body(driver, device)) + "\n")
             self.files.append(f"{driver}={path}")
 
-    def spawn(self, ca=None, token=None, server=None):
+    def spawn(self, ca=None, token=None, server=None, reads=False):
         args = [CLIENT, "--registrar", self.registrar, "--plugins", self.plugins, "--server", server or self.api.url,
                 "--ca", ca or self.api.ca_file, "--token", token or self.api.token_file]
+        if reads:
+            args += ["--reads-node", NODE]
         for spec in self.files:
             args += ["--driver", spec]
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -60,6 +64,21 @@ class StartFloorClient(unittest.TestCase):
         # The double's certificate names 127.0.0.1 and localhost.
         self.assertIn("127.0.0.1", self.api.url)
         self.run_to_done(self.spawn(server=self.api.url.replace("127.0.0.1", "localhost")))
+
+    def test_with_reads_every_slice_is_owned_by_the_node_it_read(self):
+        node = self.api.put_object({"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE}})
+        self.run_to_done(self.spawn(reads=True))
+        owners = {ref["uid"] for s in self.api.objects(*RS, f"spec.nodeName={NODE}")
+                  for ref in s["metadata"]["ownerReferences"]}
+        self.assertEqual(owners, {node["metadata"]["uid"]})
+        self.assertNotIn("the-harness-uid", owners)
+
+    def test_with_reads_a_missing_node_ends_it_with_the_answer(self):
+        code, out, err = self.finished(self.spawn(reads=True))
+        self.assertEqual(code, 1)
+        self.assertNotIn("done", out)
+        self.assertIn(f"GET /api/v1/nodes/{NODE} answered 404", err)
+        self.assertEqual(self.api.objects(*RS, f"spec.nodeName={NODE}"), [])
 
     def run_to_done(self, proc):
         kubelet = KubeletDouble(self.registrar)
@@ -88,7 +107,7 @@ class StartFloorClient(unittest.TestCase):
         code, out, err = self.finished(self.spawn(token=bad))
         self.assertEqual(code, 1)
         self.assertNotIn("done", out)
-        self.assertIn("create answered 401", err)
+        self.assertIn("POST /apis/resource.k8s.io/v1/resourceslices answered 401", err)
         self.assertEqual(self.api.objects(*RS, f"spec.nodeName={NODE}"), [])
 
     def test_a_server_signed_by_another_ca_is_not_trusted(self):
