@@ -75,16 +75,21 @@ std::optional<std::string> RootResolver::link_text(std::string_view inner) {
 }
 
 // `inner`'s components one after another, from the resolved directory `dir`; ".." climbs from
-// where the links led, as the kernel's lookup does.
+// where the links led, as the kernel's lookup does, and "." or ".." after a file is no path.
 std::optional<std::string> RootResolver::walk(std::string dir, std::string_view inner, int& links) {
+  bool a_directory = true;  // `dir` is one: where the walk starts, and wherever ".." led
   std::size_t i = 0;
   while (i < inner.size()) {
     std::size_t j = inner.find('/', i);
     if (j == std::string_view::npos) j = inner.size();
     const auto part = inner.substr(i, j - i);
     i = j + 1;
-    if (part.empty() || part == ".") continue;
-    if (part == "..") {
+    if (part.empty()) continue;
+    if (part == "." || part == "..") {
+      struct stat st {};
+      if (!a_directory && (::stat(join_root(root_, dir).c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) return std::nullopt;
+      a_directory = true;
+      if (part == ".") continue;
       if (dir == "/") return std::nullopt;
       dir = parent_of(dir);
       continue;
@@ -92,6 +97,7 @@ std::optional<std::string> RootResolver::walk(std::string dir, std::string_view 
     const auto& found = entry(dir, part, links);
     if (!found.resolved) return std::nullopt;
     dir = *found.resolved;
+    a_directory = false;
   }
   return dir;
 }

@@ -5,6 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
 
 namespace nvdra::cdi {
 namespace {
@@ -67,6 +71,8 @@ TEST_F(RootPathTest, MissingLoopingAndEscapingPathsAreNotFound) {
   EXPECT_FALSE(r.resolve("/usr/lib/loop-b/x"));
   EXPECT_FALSE(r.resolve("/usr/lib/above"));
   EXPECT_FALSE(r.resolve("/.."));
+  EXPECT_FALSE(r.resolve("/usr/lib/x86_64-linux-gnu/libcuda.so.1/..")) << "a file has no parent to climb to, as ENOTDIR";
+  EXPECT_FALSE(r.resolve("/lib/x86_64-linux-gnu/libcuda.so/."));
   // A failed resolve leaves nothing behind that spoils the next one through the same directories.
   EXPECT_EQ(r.resolve("/lib/x86_64-linux-gnu/libcuda.so"), "/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05");
   EXPECT_FALSE(r.resolve("/usr/lib/loop-a"));
@@ -93,6 +99,64 @@ TEST_F(RootPathTest, AResolverRemembersWhatItLookedAt) {
   EXPECT_EQ(RootResolver(root_.string()).resolve("/lib/x86_64-linux-gnu/libcuda.so.1"),
             "/lib/x86_64-linux-gnu/libcuda.so.1");
   EXPECT_EQ(resolve_in_root(root_.string(), "/lib/x86_64-linux-gnu/libcuda.so.1"), "/lib/x86_64-linux-gnu/libcuda.so.1");
+}
+
+// Random trees of directories, files and relative links (with "..", ".", loops and climbs above the
+// root), every path asked in a random order: one resolver for them all answers as the kernel's
+// realpath does wherever that stays inside the root, and as a fresh resolve of each path alone.
+TEST(RootPathRandom, OneResolverAnswersAsTheKernelAndAsEachPathAlone) {
+  std::mt19937 rng(20261129);
+  const std::vector<std::string> names{"a", "b", "c", "d"};  // never the root's own name: no way back in
+  auto pick = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
+  for (int tree = 0; tree < 150; ++tree) {
+    std::string tmpl = (fs::temp_directory_path() / "nvdra-root-random-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    const fs::path base(tmpl);
+    const fs::path root = base / "root";
+    fs::create_directory(root);
+    std::vector<std::string> dirs{""};  // inside the root, "" is the root itself
+    std::vector<std::string> entries;
+    for (int i = 0; i < 14; ++i) {
+      const std::string at = dirs[pick(dirs.size())] + "/" + names[pick(names.size())];
+      if (fs::exists(fs::symlink_status(root.string() + at))) continue;
+      switch (pick(3)) {
+        case 0: fs::create_directory(root.string() + at); dirs.push_back(at); break;
+        case 1: std::ofstream(root.string() + at) << "f"; break;
+        default: {
+          std::string target;
+          for (std::size_t k = 0, n = 1 + pick(3); k < n; ++k) {
+            const auto r = pick(6);
+            target += (target.empty() ? "" : "/") + std::string(r == 0 ? ".." : r == 1 ? "." : names[pick(names.size())]);
+          }
+          fs::create_symlink(target, root.string() + at);
+        }
+      }
+      entries.push_back(at);
+    }
+    std::vector<std::string> paths;
+    for (int i = 0; i < 40; ++i) {
+      std::string p = entries.empty() ? "" : entries[pick(entries.size())];
+      for (std::size_t k = 0, n = pick(3); k < n; ++k) {
+        const auto r = pick(5);
+        p += "/" + std::string(r == 0 ? ".." : names[pick(names.size())]);
+      }
+      paths.push_back(p.empty() ? "/" : p);
+    }
+    RootResolver shared(root.string());
+    for (const auto& p : paths) {
+      char real[PATH_MAX];
+      std::optional<std::string> kernel;
+      if (::realpath((root.string() + p).c_str(), real) != nullptr) {
+        const std::string r(real);
+        if (r == root.string()) kernel = "/";
+        else if (r.rfind(root.string() + "/", 0) == 0) kernel = r.substr(root.string().size());
+      }
+      const auto alone = resolve_in_root(root.string(), p);
+      EXPECT_EQ(shared.resolve(p), alone) << "tree " << tree << " path " << p;
+      EXPECT_EQ(alone, kernel) << "tree " << tree << " path " << p;
+    }
+    fs::remove_all(base);
+  }
 }
 
 }  // namespace
