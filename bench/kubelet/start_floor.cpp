@@ -8,13 +8,14 @@
 // (exec, the dynamic loader, OpenSSL's initialisation and first context, gRPC's), and nothing more:
 // no Node, version or slice reads, no NVML, no checkpoint, no CDI.
 //
-// With --reads-node NODE it also makes the two reads no correct start can skip, as the agent makes them
-// (one on each connection, before the creates): the Node, whose UID every slice's ownerReference
-// names (set into each body, not taken from the harness), and the node's slices (what a start must
-// update rather than create). Still no version or OpenAPI reads: those are nvdra's own.
+// kubelet_start_floor_reads, built from this file too, with --reads-node NODE also makes the two reads no
+// correct start can skip, one on each connection before the creates, as the agent makes them: the Node,
+// whose UID every slice's ownerReference names (set into each body, not taken from the harness), and the
+// node's slices (what a start must update rather than create). Still no version or OpenAPI reads: those
+// are nvdra's own. The plain floor refuses --reads-node.
 //
-//   kubelet_start_floor --registrar DIR --plugins DIR --server https://HOST:PORT --ca FILE --token FILE
-//                       [--reads-node NODE] --driver NAME=BODIES [--driver NAME=BODIES ...]
+//   kubelet_start_floor[_reads] --registrar DIR --plugins DIR --server https://HOST:PORT --ca FILE
+//                       --token FILE [--reads-node NODE] --driver NAME=BODIES [--driver NAME=BODIES ...]
 //
 // BODIES: one ResourceSlice per line, JSON as POSTed. Prints "done <its CPU so far, µs>" once every
 // driver is registered and every slice created (201), then shuts down; any failure: exit 1, the
@@ -32,8 +33,6 @@
 // Debian ships Boost.URL without its compiled library (as in k8s/server_url.cpp). Not that file's
 // parse_server_url: nvdra_k8s would bring yaml-cpp and fmt into the floor's exec.
 #include <boost/url/src.hpp>
-// Boost.JSON compiled in as well, for the same reason (the Node's UID, the bodies' owner).
-#include <boost/json/src.hpp>
 
 #include <atomic>
 #include <cstdio>
@@ -49,6 +48,7 @@
 #include <vector>
 
 #include "agent/kubelet/proto/registration.grpc.pb.h"
+#include "bench/kubelet/start_floor_reads.hpp"
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -99,7 +99,8 @@ Args parse(int argc, char** argv) {
     else if (flag == "--server") a.server = value;
     else if (flag == "--ca") a.ca_file = value;
     else if (flag == "--token") a.token_file = value;
-    else if (flag == "--reads-node") a.reads_node = value;
+    else if (flag == "--reads-node" && start_floor::kReads) a.reads_node = value;
+    else if (flag == "--reads-node") die("--reads-node: this build makes no reads, kubelet_start_floor_reads does");
     else if (flag == "--driver" && value.find('=') != std::string::npos)
       a.drivers.push_back({value.substr(0, value.find('=')), value.substr(value.find('=') + 1)});
     else die("unknown flag or value: " + flag + " " + value);
@@ -214,13 +215,6 @@ class Connection {
   beast::flat_buffer buffer_;
 };
 
-// The body with every ownerReference naming the node's UID.
-std::string owned_by(const std::string& body, const std::string& uid) {
-  auto slice = boost::json::parse(body);
-  for (auto& ref : slice.at("metadata").at("ownerReferences").as_array()) ref.as_object()["uid"] = uid;
-  return boost::json::serialize(slice);
-}
-
 // Creates `bodies` one after another on one connection; every answer must be 201. With reads, the
 // first writer reads the Node and hands its UID to all, the last lists the node's slices (one
 // writer does both).
@@ -229,15 +223,15 @@ void create_all(ssl::context& tls, const Server& server, const std::string& toke
                 std::shared_future<std::string> uid, bool list) {
   Connection conn(tls, server, token);
   if (read_uid) {
-    auto node = boost::json::parse(conn.request(http::verb::get, "/api/v1/nodes/" + reads_node, http::status::ok));
-    read_uid->set_value(std::string(node.at("metadata").at("uid").as_string()));
+    read_uid->set_value(
+        start_floor::node_uid(conn.request(http::verb::get, "/api/v1/nodes/" + reads_node, http::status::ok)));
   }
   if (list)
     (void)conn.request(http::verb::get, "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D" + reads_node,
                        http::status::ok);
   for (const auto& body : bodies)
     (void)conn.request(http::verb::post, "/apis/resource.k8s.io/v1/resourceslices", http::status::created,
-                       reads_node.empty() ? body : owned_by(body, uid.get()));
+                       reads_node.empty() ? body : start_floor::owned_by(body, uid.get()));
 }
 
 }  // namespace

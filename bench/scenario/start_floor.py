@@ -14,7 +14,7 @@ The native floor (`native_floor_*`, NativeFloor): the same least a start must do
 bench/kubelet/start_floor.cpp exec'd each round (grpc++ and Beast/OpenSSL linked as the agent links them), timed
 from spawn to its "done": it pays the exec, the loader and OpenSSL's and gRPC's initialisation that the Python
 floor's running process has already paid, and nothing else a plugin does. Its rounds are interleaved too.
-`native_floor_reads_*`: the same process with --reads-node, which also makes the two reads no correct start
+`native_floor_reads_*`: the same process built with the reads (kubelet_start_floor_reads --reads-node), which also makes the two reads no correct start
 can skip (the Node, whose UID the slices' owner names, and the node's slices, what to update rather than
 create), one on each connection before the creates, as the agent does; not /version or the OpenAPI index,
 nvdra's own questions. The issue's goal is against the native floor; this one says how much of the rest is
@@ -179,9 +179,9 @@ class NativeFloor:
         """reads: also the Node (its UID into every slice's owner) and the node's slices, as any correct
         start reads them (--reads-node)."""
         self.reads = reads
-        self.binary = os.path.join(build_dir, "bench", "kubelet", "kubelet_start_floor")
+        self.binary = os.path.join(build_dir, "bench", "kubelet", "kubelet_start_floor" + ("_reads" if reads else ""))
         if not os.access(self.binary, os.X_OK):
-            raise SystemExit(f"{self.binary} is missing: build the target kubelet_start_floor")
+            raise SystemExit(f"{self.binary} is missing: build the target {os.path.basename(self.binary)}")
         self.root, self.node, self.drivers = root, node, list(by_driver)
         self.files = {}
         for driver, bodies in by_driver.items():

@@ -14,6 +14,7 @@ from kubelet_double import KubeletDouble
 from nvdra_testlib import BINARY_DIR
 
 CLIENT = os.path.join(BINARY_DIR, "bench", "kubelet", "kubelet_start_floor")
+READING = CLIENT + "_reads"  # the same with --reads-node
 DRIVERS = ("gpu.nvidia.com", "compute-domain.nvidia.com")
 NODE = "floor-node"
 RS = ("resource.k8s.io/v1", "resourceslices")
@@ -32,7 +33,8 @@ def slice_body(driver, device):
 class StartFloorClient(unittest.TestCase):
     def setUp(self):
         # Built with bench/ (not in sanitizer trees, whose suites leave this test out by its label).
-        self.assertTrue(os.access(CLIENT, os.X_OK), f"{CLIENT} is not built")
+        for binary in (CLIENT, READING):
+            self.assertTrue(os.access(binary, os.X_OK), f"{binary} is not built")
         self.dir = tempfile.mkdtemp(prefix="nvdra-start-floor-")
         self.api = apiserver_double.start_in(os.path.join(self.dir, "api"))
         self.addCleanup(self.api.stop)
@@ -47,7 +49,7 @@ class StartFloorClient(unittest.TestCase):
             self.files.append(f"{driver}={path}")
 
     def spawn(self, ca=None, token=None, server=None, reads=False):
-        args = [CLIENT, "--registrar", self.registrar, "--plugins", self.plugins, "--server", server or self.api.url,
+        args = [READING if reads else CLIENT, "--registrar", self.registrar, "--plugins", self.plugins, "--server", server or self.api.url,
                 "--ca", ca or self.api.ca_file, "--token", token or self.api.token_file]
         if reads:
             args += ["--reads-node", NODE]
@@ -72,6 +74,13 @@ class StartFloorClient(unittest.TestCase):
                   for ref in s["metadata"]["ownerReferences"]}
         self.assertEqual(owners, {node["metadata"]["uid"]})
         self.assertNotIn("the-harness-uid", owners)
+
+    def test_the_plain_floor_refuses_reads(self):
+        args = [CLIENT, "--registrar", self.registrar, "--plugins", self.plugins, "--server", self.api.url,
+                "--ca", self.api.ca_file, "--token", self.api.token_file, "--reads-node", NODE]
+        done = subprocess.run(args, capture_output=True, timeout=30)
+        self.assertEqual(done.returncode, 1)
+        self.assertIn(b"--reads-node: this build makes no reads", done.stderr)
 
     def test_with_reads_a_missing_node_ends_it_with_the_answer(self):
         code, out, err = self.finished(self.spawn(reads=True))
