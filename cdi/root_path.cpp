@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <utility>
+
 namespace nvdra::cdi {
 namespace {
 
@@ -20,6 +22,23 @@ std::string parent_of(const std::string& dir) {
   return slash == 0 ? std::string("/") : dir.substr(0, slash);
 }
 
+std::optional<std::string> read_link_in_root(std::string_view root, std::string_view inner) {
+  auto full = join_root(root, inner);
+  char buf[4096];
+  ssize_t n = ::readlink(full.c_str(), buf, sizeof buf);
+  if (n < 0 || static_cast<size_t>(n) >= sizeof buf) return std::nullopt;
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+// `inner` as its directory and a last name that is a real entry (not "", "." or "..").
+std::optional<std::pair<std::string_view, std::string_view>> dir_and_name(std::string_view inner) {
+  const auto slash = inner.rfind('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  const auto name = inner.substr(slash + 1);
+  if (name.empty() || name == "." || name == "..") return std::nullopt;
+  return std::pair{inner.substr(0, slash), name};
+}
+
 }  // namespace
 
 std::string join_root(std::string_view root, std::string_view inner) {
@@ -30,48 +49,37 @@ std::string join_root(std::string_view root, std::string_view inner) {
   return out.empty() ? "/" : out;
 }
 
-std::optional<std::string> read_link_in_root(std::string_view root, std::string_view inner) {
-  auto full = join_root(root, inner);
-  char buf[4096];
-  ssize_t n = ::readlink(full.c_str(), buf, sizeof buf);
-  if (n < 0 || static_cast<size_t>(n) >= sizeof buf) return std::nullopt;
-  return std::string(buf, static_cast<size_t>(n));
-}
-
 std::optional<std::string> resolve_in_root(std::string_view root, std::string_view inner) {
   return RootResolver(std::string(root)).resolve(inner);
 }
 
-bool exists_in_root(std::string_view root, std::string_view inner) { return resolve_in_root(root, inner).has_value(); }
-
 std::optional<std::string> RootResolver::resolve(std::string_view inner) {
   int links = 0;
   out_of_links_ = false;
-  // Most paths of a walk share their directory as written: resolve it once, then the name alone.
-  const auto slash = inner.rfind('/');
-  const auto name = slash == std::string_view::npos ? inner : inner.substr(slash + 1);
-  if (slash == std::string_view::npos || name.empty() || name == "." || name == "..") return walk("/", inner, links);
-  std::string dir(inner.substr(0, slash));
-  auto it = dirs_.find(dir);
-  if (it == dirs_.end()) {
-    auto resolved = walk("/", dir, links);
-    if (out_of_links_) return std::nullopt;
-    it = dirs_.emplace(std::move(dir), std::move(resolved)).first;
-  }
-  if (!it->second) return std::nullopt;
-  return entry(*it->second, name, links).resolved;
+  const auto split = dir_and_name(inner);
+  if (!split) return walk("/", inner, links);
+  const auto* found = last_entry(split->first, split->second, links);
+  return found ? found->resolved : std::nullopt;
 }
 
 std::optional<std::string> RootResolver::link_text(std::string_view inner) {
-  const auto slash = inner.rfind('/');
-  if (slash == std::string_view::npos) return std::nullopt;
-  const auto name = inner.substr(slash + 1);
-  if (name.empty() || name == "." || name == "..") return std::nullopt;
   int links = 0;
   out_of_links_ = false;
-  auto dir = walk("/", inner.substr(0, slash), links);
-  if (!dir) return std::nullopt;
-  return entry(*dir, name, links).link;
+  const auto split = dir_and_name(inner);
+  const auto* found = split ? last_entry(split->first, split->second, links) : nullptr;
+  return found ? found->link : std::nullopt;
+}
+
+// Most paths of a walk share their directory as written: it is resolved once, then the name alone.
+const RootResolver::Entry* RootResolver::last_entry(std::string_view dir, std::string_view name, int& links) {
+  auto it = dirs_.find(std::string(dir));
+  if (it == dirs_.end()) {
+    auto resolved = walk("/", dir, links);
+    if (out_of_links_) return nullptr;
+    it = dirs_.emplace(std::string(dir), std::move(resolved)).first;
+  }
+  if (!it->second) return nullptr;
+  return &entry(*it->second, name, links);
 }
 
 // `inner`'s components one after another, from the resolved directory `dir`; ".." climbs from

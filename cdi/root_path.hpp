@@ -16,11 +16,6 @@ std::string join_root(std::string_view root, std::string_view inner);
 // loops, or climbs above the root. `inner` must be absolute.
 std::optional<std::string> resolve_in_root(std::string_view root, std::string_view inner);
 
-// The link text of `inner` if it is a symlink.
-std::optional<std::string> read_link_in_root(std::string_view root, std::string_view inner);
-
-bool exists_in_root(std::string_view root, std::string_view inner);
-
 // resolve_in_root for many paths of one root: every directory entry it looked at is remembered, so
 // a walk of a driver root lstats each directory once instead of once per file under it (the
 // libraries of a host root are thousands of files in a handful of directories). A snapshot: what
@@ -41,6 +36,7 @@ class RootResolver {
     std::optional<std::string> link;      // its link text when it is a symlink
   };
   std::optional<std::string> walk(std::string dir, std::string_view inner, int& links);
+  const Entry* last_entry(std::string_view dir, std::string_view name, int& links);  // nullptr: no such dir
   const Entry& entry(const std::string& dir, std::string_view name, int& links);
 
   std::string root_;

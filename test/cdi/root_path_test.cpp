@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "test/cdi/fake_driver_root.hpp"
+
 namespace nvdra::cdi {
 namespace {
 
@@ -20,9 +22,6 @@ namespace fs = std::filesystem;
 class RootPathTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "nvdra-root-path-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    root_ = tmpl;
     fs::create_directories(root_ / "usr/lib/x86_64-linux-gnu/nvidia");
     std::ofstream(root_ / "usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05") << "lib";
     fs::create_symlink("libcuda.so.580.95.05", root_ / "usr/lib/x86_64-linux-gnu/libcuda.so.1");
@@ -34,8 +33,6 @@ class RootPathTest : public ::testing::Test {
     fs::create_symlink("loop-a", root_ / "usr/lib/loop-b");
     fs::create_symlink("../../../..", root_ / "usr/lib/above");
   }
-  void TearDown() override { fs::remove_all(root_); }
-
   // What the kernel makes of a path without absolute links: the answer for the same path in the root.
   std::string kernel(const std::string& inner) {
     char out[PATH_MAX];
@@ -43,7 +40,8 @@ class RootPathTest : public ::testing::Test {
     return std::string(out).substr(root_.string().size());
   }
 
-  fs::path root_;
+  testing::TempDir dir_;
+  fs::path root_ = dir_.path();
 };
 
 TEST_F(RootPathTest, ResolvesAsTheKernelDoesForRelativeLinks) {
@@ -109,10 +107,8 @@ TEST(RootPathRandom, OneResolverAnswersAsTheKernelAndAsEachPathAlone) {
   const std::vector<std::string> names{"a", "b", "c", "d"};  // never the root's own name: no way back in
   auto pick = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
   for (int tree = 0; tree < 150; ++tree) {
-    std::string tmpl = (fs::temp_directory_path() / "nvdra-root-random-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    const fs::path base(tmpl);
-    const fs::path root = base / "root";
+    testing::TempDir base;
+    const fs::path root = fs::path(base.path()) / "root";
     fs::create_directory(root);
     std::vector<std::string> dirs{""};  // inside the root, "" is the root itself
     std::vector<std::string> entries;
@@ -155,7 +151,6 @@ TEST(RootPathRandom, OneResolverAnswersAsTheKernelAndAsEachPathAlone) {
       EXPECT_EQ(shared.resolve(p), alone) << "tree " << tree << " path " << p;
       EXPECT_EQ(alone, kernel) << "tree " << tree << " path " << p;
     }
-    fs::remove_all(base);
   }
 }
 
