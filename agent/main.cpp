@@ -1,6 +1,8 @@
 // nvdra-agent entry point: parse the invocation, set up logging, run the App.
 #include <malloc.h>
 
+#include <absl/synchronization/mutex.h>
+
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -19,6 +21,10 @@ int main(int argc, char** argv) {
   // threads (gRPC's pools, the WorkerPool) an arena of its own, whose freed pages stay resident —
   // 4.5 MB of the idle RSS after a prepare burst. The agent's allocations are few and short.
   ::mallopt(M_ARENA_MAX, 1);
+  // Debian builds abseil without NDEBUG, so every absl::Mutex that gRPC locks also feeds abseil's
+  // debug lock-order graph (one global graph behind a global lock) and the process aborts on a cycle
+  // it finds: a debugging aid for gRPC's developers, paid on each gRPC call and at start (issue #33).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   std::vector<std::string> args(argv + 1, argv + argc);
   auto inv = nvdra::config::load_invocation(args, nvdra::config::process_env());
   if (!inv) {

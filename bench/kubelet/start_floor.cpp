@@ -20,6 +20,7 @@
 // BODIES: one ResourceSlice per line, JSON as POSTed. Prints "done <its CPU so far, µs>" once every
 // driver is registered and every slice created (201), then shuts down; any failure: exit 1, the
 // reason on stderr.
+#include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
 
@@ -237,6 +238,8 @@ void create_all(ssl::context& tls, const Server& server, const std::string& toke
 }  // namespace
 
 int main(int argc, char** argv) {
+  // As the agent's main(): Debian's abseil keeps its debug lock-order graph unless told not to.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   const Args a = parse(argc, argv);
   const Server server = server_of(a.server);
   std::string token = read_file(a.token_file);
