@@ -30,7 +30,7 @@ class PackedRelocations(unittest.TestCase):
                 has_relr = re.search(r"\(RELR\)", dynamic) is not None
                 if not PACKED:
                     self.assertFalse(has_relr, dynamic)
-                    self.assertGreater(relative_rela_entries(path), 1000)
+                    self.assertGreater(relative_rela_entries(path), 0)
                     continue
                 self.assertTrue(has_relr, dynamic)
                 self.assertEqual(relative_rela_entries(path), 0)
