@@ -72,11 +72,12 @@ std::optional<std::string> RootResolver::link_text(std::string_view inner) {
 
 // Most paths of a walk share their directory as written: it is resolved once, then the name alone.
 const RootResolver::Entry* RootResolver::last_entry(std::string_view dir, std::string_view name, int& links) {
-  auto it = dirs_.find(std::string(dir));
+  std::string key(dir);  // one copy for the lookup and, when new, the entry (as entry() does)
+  auto it = dirs_.find(key);
   if (it == dirs_.end()) {
     auto resolved = walk("/", dir, links);
     if (out_of_links_) return nullptr;
-    it = dirs_.emplace(std::string(dir), std::move(resolved)).first;
+    it = dirs_.emplace(std::move(key), std::move(resolved)).first;
   }
   if (!it->second) return nullptr;
   return &entry(*it->second, name, links);
